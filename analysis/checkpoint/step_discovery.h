@@ -1,0 +1,31 @@
+// Maps a directory of checkpoint directories to training steps.
+// Pure functions of the file system; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace anisoscope::analysis {
+
+struct DiscoveredStep {
+  int64_t step = 0;
+  std::filesystem::path path;
+};
+
+// The training step named by a checkpoint directory name, e.g.
+// "multiberts-seed_0-step_20k" -> 20000, "step_600" -> 600, "step40" -> 40,
+// "checkpoint-200" -> 200, "stage1-step1000-tokens4B" -> 1000, "step_1M" -> 1000000.
+// nullopt when the name carries no step.
+std::optional<int64_t> ParseStep(std::string_view directory_name);
+
+// The subdirectories of `dir` whose names carry a step, sorted by step. Subdirectories
+// without a step in their name are ignored; INVALID_ARGUMENT when two share a step or
+// none is found, naming `dir`.
+absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem::path& dir);
+
+}  // namespace anisoscope::analysis

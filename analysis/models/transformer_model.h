@@ -1,0 +1,62 @@
+// TransformerModel: the forward pass of one model family, reporting its internals.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <ATen/ATen.h>
+
+#include "absl/status/statusor.h"
+#include "analysis/checkpoint/checkpoint.h"
+
+namespace anisoscope::analysis {
+
+struct ModelShape {
+  std::string family;  // config.json model_type, e.g. "bert"
+  int num_layers = 0;
+  int num_heads = 0;
+  int head_dim = 0;
+  int hidden_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_positions = 0;
+  bool causal = false;
+};
+
+// Receives a forward's internals, one block at a time, on the forward's thread. Tensors
+// are valid only during the call: an observer reduces them and keeps nothing large.
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  // hidden_states[index], [B, T, D]; index 0 is the embedding output, index l+1 block l's.
+  virtual void OnHiddenState(int index, const at::Tensor& hidden) = 0;
+  // Block `layer`: query and key vectors exactly as they enter QK^T ([B, H, T, d_h], before
+  // the 1/sqrt(d_h) scale), and attention probabilities [B, H, T, T] (masked keys are 0).
+  virtual void OnAttention(int layer, const at::Tensor& query, const at::Tensor& key,
+                           const at::Tensor& probs) = 0;
+};
+
+struct ModelOptions {
+  // Where the forward runs: "cpu", "cuda", "cuda:1".
+  std::string device = "cpu";
+  // Compute dtype: "float32" (default, whatever the stored dtype), "float16", "bfloat16".
+  std::string dtype = "float32";
+};
+
+class TransformerModel {
+ public:
+  virtual ~TransformerModel() = default;
+  virtual const ModelShape& shape() const = 0;
+  virtual const at::Device& device() const = 0;
+  // input_ids and valid are [B, T] (int64, bool; right padding) on device(). Run under
+  // torch::InferenceMode. Throws c10::Error on LibTorch failures (the extractor catches).
+  virtual void Forward(const at::Tensor& input_ids, const at::Tensor& valid,
+                       ForwardObserver& observer) const = 0;
+};
+
+// Builds the model named by the checkpoint's config.json (model_type / architectures).
+// INVALID_ARGUMENT for an unknown family (listing the supported ones), a malformed config
+// field, or a missing or wrongly shaped tensor (naming tensor and file).
+absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& checkpoint,
+                                                              const ModelOptions& options);
+
+}  // namespace anisoscope::analysis

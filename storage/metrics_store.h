@@ -1,0 +1,65 @@
+// MetricsStore: the SQLite database (one file, WAL) shared by a team.
+//
+// Holds runs, probes, jobs and their checkpoints, scalar series keyed by
+// (run, probe, metric, step, layer, head), and Q/K mean vectors. The schema is versioned
+// with PRAGMA user_version and migrated on Open. Thread-safe: calls are serialized on one
+// connection. Every call blocks on SQLite I/O.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/types.h"
+
+namespace anisoscope::storage {
+
+class MetricsStore {
+ public:
+  struct Options {
+    // Database file; created with its directory's permissions when missing.
+    std::string path;
+    // How long a call waits for another process's write lock, in milliseconds.
+    int busy_timeout_ms = 5000;
+  };
+
+  static absl::StatusOr<std::unique_ptr<MetricsStore>> Open(const Options& options);
+  virtual ~MetricsStore();
+
+  // ---- Results ----
+  // True when (run, probe_id, step) is stored.
+  virtual absl::StatusOr<bool> HasStep(const std::string& run, const std::string& probe_id,
+                                       int64_t step) = 0;
+  // Writes all of a step in one transaction (run and probe created on first use). An
+  // already stored step is replaced when `replace`, else ALREADY_EXISTS; either way a
+  // step is stored whole or not at all.
+  virtual absl::Status WriteStep(const StepResult& result, bool replace) = 0;
+
+  // ---- Queries ----
+  virtual absl::StatusOr<std::vector<RunInfo>> ListRuns() = 0;
+  // NOT_FOUND for an unknown run or probe; INVALID_ARGUMENT for an unknown metric (the
+  // message lists the stored ones); FAILED_PRECONDITION when probe_id is empty and the run
+  // has several probes (the message lists them).
+  virtual absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) = 0;
+  virtual absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) = 0;
+
+  // ---- Jobs ----
+  // Stores a new job (state queued, every checkpoint pending) and returns its id.
+  virtual absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) = 0;
+  // NOT_FOUND for an unknown id.
+  virtual absl::StatusOr<JobRecord> GetJob(int64_t id) = 0;
+  // Most recent first, at most `limit`.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit) = 0;
+  // Ids of jobs left queued or running (to resume after a restart), oldest first.
+  virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
+  virtual absl::Status SetJobState(int64_t id, JobState state, const std::string& error) = 0;
+  virtual absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) = 0;
+
+ protected:
+  MetricsStore() = default;
+};
+
+}  // namespace anisoscope::storage

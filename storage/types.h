@@ -1,0 +1,149 @@
+// Plain records stored in and read from the metrics database. No SQL, no LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace anisoscope::storage {
+
+// ---- Results -------------------------------------------------------------------------
+
+struct ScalarValue {
+  std::string metric;  // e.g. "qk_mean_cosine", "hidden_anisotropy"
+  int layer = 0;       // block index, or hidden-state index for per-hidden-state metrics
+  int head = -1;       // -1 for per-hidden-state metrics
+  double value = 0;
+};
+
+struct VectorValue {
+  std::string kind;  // "q_mean", "k_mean"
+  int layer = 0;
+  int head = 0;
+  std::vector<double> values;
+};
+
+struct ProbeInfo {
+  std::string id;  // e.g. "p0123456789abcdef"
+  std::string description;
+  int64_t num_samples = 0;
+  int64_t num_tokens = 0;
+};
+
+// All results of one checkpoint for one probe: written in one transaction.
+struct StepResult {
+  std::string run;
+  ProbeInfo probe;
+  int64_t step = 0;
+  std::string checkpoint_path;
+  int64_t checkpoint_bytes = 0;
+  std::string model_family;
+  int num_layers = 0;
+  int num_heads = 0;
+  int head_dim = 0;
+  double seconds = 0;
+  std::vector<ScalarValue> scalars;
+  std::vector<VectorValue> vectors;
+};
+
+struct RunInfo {
+  std::string name;
+  std::string model_family;
+  int num_layers = 0;
+  int num_heads = 0;
+  int head_dim = 0;
+  std::vector<ProbeInfo> probes;
+  std::vector<int64_t> steps;  // distinct stored steps, ascending, any probe
+  std::string created_at;      // ISO 8601 UTC
+};
+
+struct SeriesQuery {
+  std::string run;
+  std::string probe_id;  // empty: the run's only probe (FAILED_PRECONDITION if several)
+  std::string metric;
+  std::optional<int> layer;
+  std::optional<int> head;
+  std::optional<int64_t> from_step;  // inclusive
+  std::optional<int64_t> to_step;    // inclusive
+};
+
+struct SeriesPoint {
+  int64_t step = 0;
+  int layer = 0;
+  int head = -1;
+  double value = 0;
+};
+
+struct SeriesResult {
+  std::string probe_id;
+  std::vector<SeriesPoint> points;  // ordered by layer, head, step
+};
+
+struct VectorQuery {
+  std::string run;
+  std::string probe_id;  // empty: the run's only probe
+  std::string kind;
+  int layer = 0;
+  int head = 0;
+  std::optional<int64_t> from_step;
+  std::optional<int64_t> to_step;
+};
+
+struct VectorPoint {
+  int64_t step = 0;
+  std::vector<double> values;
+};
+
+struct VectorResult {
+  std::string probe_id;
+  std::vector<VectorPoint> points;  // ordered by step
+};
+
+// ---- Jobs ----------------------------------------------------------------------------
+
+enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
+enum class StepState { kPending, kRunning, kDone, kSkipped, kFailed, kCancelled };
+
+const char* JobStateName(JobState state);    // "queued", "running", ...
+const char* StepStateName(StepState state);  // "pending", "running", "done", ...
+
+struct CheckpointSpec {
+  int64_t step = 0;
+  std::string path;  // canonical, inside an allowed root
+};
+
+// What a job computes; stored verbatim so that a restarted server can resume it.
+struct JobSpec {
+  std::string run;
+  std::string probe_source;  // "tokens" or "text"
+  std::string probe_path;
+  std::string probe_mode;    // "windows" or "lines" (text only)
+  int64_t samples = 128;
+  int64_t seq_len = 0;       // 0: the model's maximum
+  bool force = false;        // recompute steps already stored
+  std::vector<CheckpointSpec> checkpoints;  // ascending step
+};
+
+// One checkpoint of a job (the `checkpoints` table).
+struct JobCheckpoint {
+  int64_t step = 0;
+  std::string path;
+  int64_t size_bytes = 0;
+  StepState state = StepState::kPending;
+  std::string error;
+  std::string probe_id;
+  double seconds = 0;
+};
+
+struct JobRecord {
+  int64_t id = 0;
+  JobSpec spec;
+  JobState state = JobState::kQueued;
+  std::string error;
+  std::vector<JobCheckpoint> checkpoints;  // ascending step
+  std::string created_at;
+  std::string updated_at;
+};
+
+}  // namespace anisoscope::storage
