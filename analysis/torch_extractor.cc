@@ -1,0 +1,202 @@
+// The LibTorch Extractor: loads a checkpoint, runs the probe in length-sorted batches and
+// folds each batch into a MetricsObserver.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/checkpoint/checkpoint.h"
+#include "analysis/extractor.h"
+#include "analysis/metrics/metrics_observer.h"
+#include "analysis/models/transformer_model.h"
+#include "common/status_macros.h"
+
+namespace anisoscope::analysis {
+namespace {
+
+// Checks every token id and length against the model; errors name the config file.
+absl::Status ValidateProbe(const Probe& probe, const ModelShape& shape,
+                           const std::filesystem::path& config_path) {
+  if (probe.samples.empty()) return absl::InvalidArgumentError("the probe has no samples");
+  for (size_t s = 0; s < probe.samples.size(); ++s) {
+    const std::vector<int64_t>& sample = probe.samples[s];
+    if (sample.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("probe sample ", s, " is empty"));
+    }
+    if (static_cast<int64_t>(sample.size()) > shape.max_positions) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "probe sample ", s, " has ", sample.size(), " tokens, more than ",
+          config_path.string(), " max_position_embeddings (", shape.max_positions, ")"));
+    }
+    for (size_t t = 0; t < sample.size(); ++t) {
+      if (sample[t] < 0 || sample[t] >= shape.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "probe sample ", s, " token ", t, " has id ", sample[t], ", outside the vocabulary of ",
+            config_path.string(), " (vocab_size ", shape.vocab_size, ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+class TorchExtractor : public Extractor {
+ public:
+  explicit TorchExtractor(const TorchExtractorOptions& options) : options_(options) {}
+
+  absl::StatusOr<Probe> BuildProbe(const std::filesystem::path& checkpoint_dir,
+                                   const ProbeSpec& spec) override;
+  absl::StatusOr<CheckpointMetrics> Extract(const std::filesystem::path& checkpoint_dir,
+                                            const Probe& probe,
+                                            const ExtractCallbacks& callbacks) override;
+
+ private:
+  absl::StatusOr<CheckpointMetrics> ExtractUnguarded(const std::filesystem::path& checkpoint_dir,
+                                                     const Probe& probe,
+                                                     const ExtractCallbacks& callbacks);
+
+  TorchExtractorOptions options_;
+};
+
+absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& checkpoint_dir,
+                                                 const ProbeSpec& spec) {
+  ASSIGN_OR_RETURN(nlohmann::json config, ReadConfig(checkpoint_dir));
+  int64_t max_positions = 0;
+  if (config.contains("max_position_embeddings") &&
+      config["max_position_embeddings"].is_number_integer()) {
+    max_positions = config["max_position_embeddings"].get<int64_t>();
+  }
+  int64_t seq_len = spec.seq_len;
+  if (seq_len == 0) {
+    if (max_positions <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          (checkpoint_dir / "config.json").string(),
+          ": field 'max_position_embeddings' is missing; pass --seq-len"));
+    }
+    seq_len = max_positions;
+  }
+  if (max_positions > 0 && seq_len > max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat("--seq-len ", seq_len, " exceeds ",
+                                                   (checkpoint_dir / "config.json").string(),
+                                                   " max_position_embeddings (", max_positions,
+                                                   ")"));
+  }
+  if (spec.source == ProbeSource::kTokens) {
+    return ReadTokenProbe(spec.file, spec.samples, seq_len);
+  }
+  const std::filesystem::path vocab = checkpoint_dir / "vocab.txt";
+  WordPieceTokenizer::Options tokenizer_options;
+  if (config.contains("do_lower_case") && config["do_lower_case"].is_boolean()) {
+    tokenizer_options.lower_case = config["do_lower_case"].get<bool>();
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
+                   WordPieceTokenizer::Create(vocab, tokenizer_options));
+  return BuildTextProbe(spec.file, *tokenizer, spec.mode, spec.samples, seq_len);
+}
+
+absl::StatusOr<CheckpointMetrics> TorchExtractor::Extract(
+    const std::filesystem::path& checkpoint_dir, const Probe& probe,
+    const ExtractCallbacks& callbacks) {
+  try {
+    return ExtractUnguarded(checkpoint_dir, probe, callbacks);
+  } catch (const c10::Error& error) {
+    return absl::InternalError(absl::StrCat("checkpoint ", checkpoint_dir.string(),
+                                            ": LibTorch error: ", error.what_without_backtrace()));
+  } catch (const std::exception& error) {
+    return absl::InternalError(
+        absl::StrCat("checkpoint ", checkpoint_dir.string(), ": ", error.what()));
+  }
+}
+
+absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
+    const std::filesystem::path& checkpoint_dir, const Probe& probe,
+    const ExtractCallbacks& callbacks) {
+  const auto start = std::chrono::steady_clock::now();
+  c10::InferenceMode inference_mode;
+  std::unique_ptr<TransformerModel> model;
+  {
+    // The checkpoint's own tensors are released once the model holds its copies or views.
+    ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(checkpoint_dir));
+    ASSIGN_OR_RETURN(model, CreateModel(checkpoint, {options_.device, options_.dtype}));
+    RETURN_IF_ERROR(ValidateProbe(probe, model->shape(), checkpoint.config_path()));
+  }
+  const at::Device device = model->device();
+
+  // Longest samples first, so that each batch pads as little as possible.
+  std::vector<size_t> order(probe.samples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return probe.samples[a].size() > probe.samples[b].size();
+  });
+
+  MetricsObserver observer(model->shape(), device);
+  const int batch_size = std::max(1, options_.batch_size);
+  const int total = static_cast<int>((order.size() + batch_size - 1) / batch_size);
+  for (int batch = 0; batch < total; ++batch) {
+    if (callbacks.cancelled && callbacks.cancelled()) {
+      return absl::CancelledError(absl::StrCat("checkpoint ", checkpoint_dir.string(),
+                                               ": extraction cancelled"));
+    }
+    const size_t first = static_cast<size_t>(batch) * batch_size;
+    const size_t last = std::min(order.size(), first + batch_size);
+    const int64_t length = static_cast<int64_t>(probe.samples[order[first]].size());
+    at::Tensor ids = at::zeros({static_cast<int64_t>(last - first), length}, at::kLong);
+    at::Tensor valid = at::zeros({static_cast<int64_t>(last - first), length}, at::kBool);
+    int64_t valid_count = 0;
+    for (size_t row = 0; row < last - first; ++row) {
+      const std::vector<int64_t>& sample = probe.samples[order[first + row]];
+      const int64_t n = static_cast<int64_t>(sample.size());
+      ids[row].narrow(0, 0, n).copy_(at::tensor(sample, at::kLong));
+      valid[row].narrow(0, 0, n).fill_(true);
+      valid_count += n;
+    }
+    ids = ids.to(device);
+    valid = valid.to(device);
+    observer.BeginBatch(valid, valid_count);
+    model->Forward(ids, valid, observer);
+    if (callbacks.progress) callbacks.progress(batch + 1, total);
+  }
+  CheckpointMetrics metrics = observer.Finish();
+  metrics.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return metrics;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Extractor>> CreateTorchExtractor(
+    const TorchExtractorOptions& options) {
+  try {
+    const at::Device device(options.device);
+    if (device.is_cuda() && !at::hasCUDA()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device '", options.device, "' requested but this LibTorch has no CUDA device"));
+    }
+    if (!device.is_cpu() && !device.is_cuda()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device '", options.device, "' is not cpu, cuda or cuda:N"));
+    }
+  } catch (const c10::Error&) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device '", options.device, "' is not cpu, cuda or cuda:N"));
+  }
+  if (options.dtype != "float32" && options.dtype != "float16" && options.dtype != "bfloat16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype '", options.dtype, "' is not one of float32, float16, bfloat16"));
+  }
+  if (options.batch_size <= 0) {
+    return absl::InvalidArgumentError("batch size must be positive");
+  }
+  const int threads = options.num_threads > 0
+                          ? options.num_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  return std::unique_ptr<Extractor>(new TorchExtractor(options));
+}
+
+}  // namespace anisoscope::analysis

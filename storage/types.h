@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace anisoscope::storage {
@@ -107,6 +108,9 @@ enum class StepState { kPending, kRunning, kDone, kSkipped, kFailed, kCancelled 
 
 const char* JobStateName(JobState state);    // "queued", "running", ...
 const char* StepStateName(StepState state);  // "pending", "running", "done", ...
+// Inverses of the names above; nullopt for an unknown name.
+std::optional<JobState> ParseJobState(std::string_view name);
+std::optional<StepState> ParseStepState(std::string_view name);
 
 struct CheckpointSpec {
   int64_t step = 0;

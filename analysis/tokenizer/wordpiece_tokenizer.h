@@ -31,7 +31,7 @@ class WordPieceTokenizer {
   static absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> Create(
       const std::filesystem::path& vocab_file, const Options& options);
 
-  // Token ids of `text` (UTF-8), without special tokens.
+  // Token ids of `text` (UTF-8; invalid bytes are dropped), without special tokens.
   std::vector<int64_t> Encode(std::string_view text) const;
   // The same as token strings, for tests and debugging.
   std::vector<std::string> Tokenize(std::string_view text) const;
@@ -45,6 +45,13 @@ class WordPieceTokenizer {
  private:
   WordPieceTokenizer() = default;
 
+  // Appends the ids of `text`, and its token strings when `tokens` is not null.
+  void Run(std::string_view text, std::vector<int64_t>* ids,
+           std::vector<std::string>* tokens) const;
+  // Greedy longest-match-first pieces of one basic word ([UNK] if too long or unmatched).
+  void AppendWordPieces(const std::string& word, std::vector<int64_t>* ids,
+                        std::vector<std::string>* tokens) const;
+
   Options options_;
   std::unordered_map<std::string, int64_t> token_to_id_;
   std::vector<std::string> id_to_token_;
@@ -52,6 +59,8 @@ class WordPieceTokenizer {
   int64_t sep_id_ = -1;
   int64_t pad_id_ = -1;
   int64_t unk_id_ = -1;
+  // Longest vocab entry in bytes: longer candidates are not looked up.
+  size_t max_token_bytes_ = 0;
 };
 
 }  // namespace anisoscope::analysis

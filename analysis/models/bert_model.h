@@ -1,0 +1,76 @@
+// BertModel: Hugging Face BertModel (eval mode) in LibTorch, reporting each block's Q, K
+// and attention probabilities to a ForwardObserver. Immutable after Create; Forward may
+// run concurrently from several threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "absl/status/statusor.h"
+#include "analysis/checkpoint/checkpoint.h"
+#include "analysis/models/transformer_model.h"
+
+namespace anisoscope::analysis {
+
+struct BertConfig {
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_positions = 0;
+  int64_t type_vocab_size = 2;
+  double layer_norm_eps = 1e-12;
+  std::string hidden_act = "gelu";  // "gelu" (erf), "gelu_new" (tanh), "relu"
+
+  // Reads config.json fields; errors name the file and the field.
+  static absl::StatusOr<BertConfig> FromCheckpoint(const Checkpoint& checkpoint);
+};
+
+class BertModel : public TransformerModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<BertModel>> Create(const Checkpoint& checkpoint,
+                                                           const at::Device& device,
+                                                           at::ScalarType dtype);
+
+  const ModelShape& shape() const override { return shape_; }
+  const at::Device& device() const override { return device_; }
+  void Forward(const at::Tensor& input_ids, const at::Tensor& valid,
+               ForwardObserver& observer) const override;
+
+ private:
+  struct LayerNormWeights {
+    at::Tensor weight;
+    at::Tensor bias;
+  };
+  struct Linear {
+    at::Tensor weight;  // [out, in]
+    at::Tensor bias;    // [out]
+  };
+  struct Block {
+    Linear query, key, value, attention_output;
+    LayerNormWeights attention_norm;
+    Linear intermediate, output;
+    LayerNormWeights output_norm;
+  };
+
+  BertModel(BertConfig config, at::Device device);
+
+  at::Tensor Embed(const at::Tensor& input_ids) const;
+  at::Tensor RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
+                      ForwardObserver& observer) const;
+  at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm) const;
+  at::Tensor Activation(const at::Tensor& x) const;
+
+  BertConfig config_;
+  ModelShape shape_;
+  at::Device device_;
+  at::Tensor word_embeddings_, position_embeddings_, token_type_embeddings_;
+  LayerNormWeights embedding_norm_;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace anisoscope::analysis

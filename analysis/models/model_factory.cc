@@ -1,0 +1,55 @@
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/models/bert_model.h"
+#include "analysis/models/transformer_model.h"
+#include "common/status_macros.h"
+
+namespace anisoscope::analysis {
+namespace {
+
+constexpr char kSupportedFamilies[] = "bert";
+
+// The family named by model_type, else by the first architectures entry.
+std::string FamilyOf(const nlohmann::json& config) {
+  if (config.contains("model_type") && config["model_type"].is_string()) {
+    return config["model_type"].get<std::string>();
+  }
+  if (config.contains("architectures") && config["architectures"].is_array() &&
+      !config["architectures"].empty() && config["architectures"][0].is_string()) {
+    const std::string architecture = config["architectures"][0].get<std::string>();
+    if (absl::StartsWith(architecture, "Bert")) return "bert";
+    return architecture;
+  }
+  return "";
+}
+
+absl::StatusOr<at::ScalarType> ParseDtype(const std::string& dtype) {
+  if (dtype == "float32") return at::kFloat;
+  if (dtype == "float16") return at::kHalf;
+  if (dtype == "bfloat16") return at::kBFloat16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("dtype '", dtype, "' is not one of float32, float16, bfloat16"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& checkpoint,
+                                                              const ModelOptions& options) {
+  ASSIGN_OR_RETURN(at::ScalarType dtype, ParseDtype(options.dtype));
+  const at::Device device(options.device);
+  const std::string family = FamilyOf(checkpoint.config());
+  if (family == "bert") {
+    ASSIGN_OR_RETURN(std::unique_ptr<BertModel> model,
+                     BertModel::Create(checkpoint, device, dtype));
+    return std::unique_ptr<TransformerModel>(std::move(model));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      checkpoint.config_path().string(), ": model family '",
+      family.empty() ? "(none: no model_type or architectures)" : family,
+      "' is not supported; supported families: ", kSupportedFamilies));
+}
+
+}  // namespace anisoscope::analysis

@@ -1,0 +1,76 @@
+// What every CLI command gets: its output streams, the server address, the client's
+// working directory, and the helpers that connect and report errors in the one house
+// format (`anisoscope: <message>` on stderr, exit 2 for usage, 1 for everything else).
+// A command is a CommandSpec (flags, help) plus a function returning the exit code.
+#pragma once
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "client/flags.h"
+
+namespace anisoscope::client {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // server error, unreachable server, failed job
+inline constexpr int kExitUsage = 2;    // bad command line
+
+inline constexpr char kDefaultServer[] = "127.0.0.1:50051";
+
+// The process around the CLI, injected so that tests can run it in-process.
+struct CliEnvironment {
+  std::ostream* out = nullptr;  // results
+  std::ostream* err = nullptr;  // errors and progress
+  bool err_is_tty = false;      // progress uses '\r' only on a TTY
+  std::string env_server;       // $ANISOSCOPE_SERVER, empty when unset
+  std::string cwd;              // relative paths are made absolute against this
+  // How long to wait for the server to accept a connection.
+  std::chrono::milliseconds connect_timeout{5000};
+  // Deadline of each unary call (streams have none).
+  std::chrono::milliseconds rpc_timeout{60000};
+};
+
+class CommandContext {
+ public:
+  CommandContext(const CliEnvironment& env, std::string server)
+      : env_(env), server_(std::move(server)) {}
+
+  std::ostream& out() const { return *env_.out; }
+  std::ostream& err() const { return *env_.err; }
+  bool err_is_tty() const { return env_.err_is_tty; }
+  const std::string& server() const { return server_; }
+  const std::string& cwd() const { return env_.cwd; }
+
+  // A channel that is connected, or Unavailable("cannot reach anisoscope server at ...")
+  // after connect_timeout at most (sooner when the connection is refused). Blocks.
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> Connect() const;
+  // Sets the unary-call deadline on `context`.
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  // Each writes one line `anisoscope: ...` to err() and returns the exit code.
+  int UsageError(absl::string_view message) const;  // kExitUsage
+  int Error(absl::string_view message) const;       // kExitFailure
+  // `anisoscope: PERMISSION_DENIED: <server message>`; kExitFailure.
+  int RpcError(const grpc::Status& status) const;
+
+ private:
+  const CliEnvironment& env_;
+  std::string server_;
+};
+
+struct Command {
+  CommandSpec spec;
+  // Runs the command after its flags parsed; returns the exit code.
+  std::function<int(const ParsedArgs&, const CommandContext&)> run;
+};
+
+}  // namespace anisoscope::client

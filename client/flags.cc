@@ -1,0 +1,217 @@
+#include "client/flags.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace anisoscope::client {
+namespace {
+
+const FlagSpec* FindFlag(const CommandSpec& spec, const std::string& name) {
+  for (const FlagSpec& flag : spec.flags) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+std::string ValueName(const FlagSpec& flag) {
+  if (!flag.choices.empty()) return absl::StrJoin(flag.choices, "|");
+  if (!flag.value_name.empty()) return flag.value_name;
+  return flag.kind == FlagKind::kInt ? "N" : "VALUE";
+}
+
+// True for words that look like a flag rather than a value ("-5" is a value).
+bool LooksLikeFlag(const std::string& word) {
+  if (word.size() < 2 || word[0] != '-') return false;
+  int64_t unused;
+  return !ParseInt64(word, &unused);
+}
+
+absl::Status CheckValue(const FlagSpec& flag, const std::string& value) {
+  if (!flag.choices.empty() &&
+      std::find(flag.choices.begin(), flag.choices.end(), value) == flag.choices.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag.name, ": expected one of ",
+                                                   absl::StrJoin(flag.choices, ", "), "; got '",
+                                                   value, "'"));
+  }
+  if (flag.kind == FlagKind::kInt) {
+    int64_t number;
+    if (!ParseInt64(value, &number)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag.name, ": expected an integer, got '", value, "'"));
+    }
+    if (number < flag.min_value) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag.name, ": must be at least ", flag.min_value, ", got ", number));
+    }
+  }
+  if (value.empty() && flag.kind != FlagKind::kBool) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag.name, ": value is empty"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+FlagSpec StringFlag(std::string name, std::string value_name, std::string help) {
+  FlagSpec flag;
+  flag.name = std::move(name);
+  flag.value_name = std::move(value_name);
+  flag.help = std::move(help);
+  return flag;
+}
+
+FlagSpec IntFlag(std::string name, std::string value_name, std::string help, int64_t min_value) {
+  FlagSpec flag = StringFlag(std::move(name), std::move(value_name), std::move(help));
+  flag.kind = FlagKind::kInt;
+  flag.min_value = min_value;
+  return flag;
+}
+
+FlagSpec BoolFlag(std::string name, std::string help) {
+  FlagSpec flag = StringFlag(std::move(name), "", std::move(help));
+  flag.kind = FlagKind::kBool;
+  return flag;
+}
+
+FlagSpec RepeatedFlag(std::string name, std::string value_name, std::string help) {
+  FlagSpec flag = StringFlag(std::move(name), std::move(value_name), std::move(help));
+  flag.kind = FlagKind::kRepeated;
+  return flag;
+}
+
+FlagSpec ChoiceFlag(std::string name, std::vector<std::string> choices, std::string help) {
+  FlagSpec flag = StringFlag(std::move(name), "", std::move(help));
+  flag.choices = std::move(choices);
+  return flag;
+}
+
+bool ParseInt64(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  size_t digits_from = text[0] == '-' ? 1 : 0;
+  if (digits_from == text.size()) return false;
+  for (size_t i = digits_from; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+  }
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || end != text.c_str() + text.size()) return false;
+  *out = static_cast<int64_t>(value);
+  return true;
+}
+
+std::string ParsedArgs::GetString(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second.back();
+}
+
+int64_t ParsedArgs::GetInt(const std::string& name, int64_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  int64_t value = fallback;
+  ParseInt64(it->second.back(), &value);
+  return value;
+}
+
+std::vector<std::string> ParsedArgs::GetAll(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
+                                     const std::vector<std::string>& args) {
+  ParsedArgs parsed;
+  for (const std::string& word : args) {
+    if (word == "--") break;
+    if (word == "--help" || word == "-h") {
+      parsed.help_ = true;
+      return parsed;
+    }
+  }
+  const std::string see_help = absl::StrCat(" (see 'anisoscope ", spec.name, " --help')");
+  bool flags_ended = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (flags_ended || !LooksLikeFlag(word)) {
+      parsed.positionals_.push_back(word);
+      continue;
+    }
+    if (word == "--") {
+      flags_ended = true;
+      continue;
+    }
+    if (word.rfind("--", 0) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag ", word, " for '", spec.name, "'", see_help));
+    }
+    const size_t eq = word.find('=');
+    const std::string name = word.substr(2, eq == std::string::npos ? eq : eq - 2);
+    const FlagSpec* flag = FindFlag(spec, name);
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name, " for '", spec.name, "'", see_help));
+    }
+    std::string value;
+    if (flag->kind == FlagKind::kBool) {
+      if (eq != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
+      }
+      value = "true";
+    } else if (eq != std::string::npos) {
+      value = word.substr(eq + 1);
+    } else if (i + 1 < args.size() && !LooksLikeFlag(args[i + 1])) {
+      value = args[++i];
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " requires a value (", ValueName(*flag), ")"));
+    }
+    if (absl::Status status = CheckValue(*flag, value); !status.ok()) return status;
+    std::vector<std::string>& slot = parsed.values_[name];
+    if (flag->kind != FlagKind::kRepeated) slot.clear();
+    slot.push_back(std::move(value));
+  }
+  if (parsed.positionals_.size() < spec.positionals.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.name, ": missing ", spec.positionals[parsed.positionals_.size()].name, see_help));
+  }
+  if (parsed.positionals_.size() > spec.positionals.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(spec.name, ": unexpected argument '",
+                                                   parsed.positionals_[spec.positionals.size()],
+                                                   "'", see_help));
+  }
+  return parsed;
+}
+
+std::string CommandUsage(const CommandSpec& spec) {
+  std::string text = absl::StrCat("usage: anisoscope [--server HOST:PORT] ", spec.name, " ",
+                                  absl::StrReplaceAll(spec.synopsis, {{"\n", "\n    "}}), "\n\n",
+                                  spec.summary, "\n");
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const PositionalSpec& positional : spec.positionals) {
+    rows.emplace_back(positional.name, positional.help);
+  }
+  for (const FlagSpec& flag : spec.flags) {
+    std::string left = absl::StrCat("--", flag.name);
+    if (flag.kind != FlagKind::kBool) absl::StrAppend(&left, " ", ValueName(flag));
+    rows.emplace_back(std::move(left), flag.help);
+  }
+  rows.emplace_back("-h, --help", "show this help and exit");
+  size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.first.size());
+  absl::StrAppend(&text, "\narguments:\n");
+  for (const auto& [left, help] : rows) {
+    const std::string indent(width + 4, ' ');
+    absl::StrAppend(&text, "  ", left, std::string(width - left.size() + 2, ' '),
+                    absl::StrReplaceAll(help, {{"\n", "\n" + indent}}), "\n");
+  }
+  if (!spec.details.empty()) absl::StrAppend(&text, "\n", spec.details);
+  return text;
+}
+
+}  // namespace anisoscope::client

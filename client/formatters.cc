@@ -1,0 +1,212 @@
+#include "client/formatters.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace anisoscope::client {
+namespace {
+
+std::string TrimRight(std::string line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+std::string ColumnName(int32_t layer, int32_t head) {
+  return head < 0 ? absl::StrCat("L", layer) : absl::StrCat("L", layer, "H", head);
+}
+
+std::string JsonNumber(double value) {
+  return std::isfinite(value) ? FullPrecision(value) : "null";
+}
+
+// Joins JSON objects into a list, one object per line.
+std::string JsonList(const std::vector<std::string>& objects) {
+  if (objects.empty()) return "[]\n";
+  return absl::StrCat("[\n  ", absl::StrJoin(objects, ",\n  "), "\n]\n");
+}
+
+}  // namespace
+
+std::string RenderTable(const std::vector<std::string>& header,
+                        const std::vector<std::vector<std::string>>& rows,
+                        const std::vector<bool>& right_align) {
+  std::vector<size_t> widths(header.size(), 0);
+  for (size_t c = 0; c < header.size(); ++c) widths[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) {
+      widths[c] = std::max(widths[c], row[c].size());
+    }
+  }
+  auto render_row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t c = 0; c < widths.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      const std::string pad(widths[c] - cell.size(), ' ');
+      if (c > 0) line += "  ";
+      const bool right = c < right_align.size() && right_align[c];
+      line += right ? pad + cell : cell + pad;
+    }
+    return TrimRight(line) + "\n";
+  };
+  std::string text = render_row(header);
+  for (const auto& row : rows) text += render_row(row);
+  return text;
+}
+
+std::string FullPrecision(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.17g", value);
+}
+
+std::string ShortNumber(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.4g", value);
+}
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char ch : text) {
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (ch < 0x20) {
+          out += absl::StrFormat("\\u%04x", ch);
+        } else {
+          out += static_cast<char>(ch);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string SeriesCsv(const v1::QuerySeriesResponse& response) {
+  std::string text = "step,layer,head,value\n";
+  for (const v1::SeriesPoint& point : response.points()) {
+    absl::StrAppend(&text, point.step(), ",", point.layer(), ",",
+                    point.head() < 0 ? "" : absl::StrCat(point.head()), ",",
+                    FullPrecision(point.value()), "\n");
+  }
+  return text;
+}
+
+std::string SeriesJson(const v1::QuerySeriesResponse& response) {
+  std::vector<std::string> objects;
+  objects.reserve(response.points_size());
+  for (const v1::SeriesPoint& point : response.points()) {
+    objects.push_back(
+        absl::StrCat("{\"step\": ", point.step(), ", \"layer\": ", point.layer(),
+                     ", \"head\": ", point.head() < 0 ? "null" : absl::StrCat(point.head()),
+                     ", \"value\": ", JsonNumber(point.value()), "}"));
+  }
+  return JsonList(objects);
+}
+
+std::string SeriesTable(const std::string& run, const v1::QuerySeriesResponse& response,
+                        size_t width) {
+  std::string text = absl::StrCat("run ", run, "  probe ", response.probe_id(), "  metric ",
+                                  response.metric(), "\n");
+  if (response.points_size() == 0) return text + "(no points)\n";
+  // Cells keyed by step, then by (layer, head).
+  std::map<std::pair<int32_t, int32_t>, size_t> columns;
+  std::map<int64_t, std::map<size_t, double>> cells;
+  for (const v1::SeriesPoint& point : response.points()) {
+    columns.emplace(std::make_pair(point.layer(), point.head()), 0);
+  }
+  std::vector<std::string> names;
+  for (auto& [key, index] : columns) {
+    index = names.size();
+    names.push_back(ColumnName(key.first, key.second));
+  }
+  for (const v1::SeriesPoint& point : response.points()) {
+    cells[point.step()][columns.at({point.layer(), point.head()})] = point.value();
+  }
+  // Rendered cells and column widths.
+  std::vector<std::vector<std::string>> rendered;
+  std::vector<size_t> widths(names.size());
+  for (size_t c = 0; c < names.size(); ++c) widths[c] = names[c].size();
+  size_t step_width = 4;
+  for (const auto& [step, row] : cells) {
+    std::vector<std::string> line(names.size(), "-");
+    for (const auto& [c, value] : row) line[c] = ShortNumber(value);
+    for (size_t c = 0; c < names.size(); ++c) widths[c] = std::max(widths[c], line[c].size());
+    step_width = std::max(step_width, absl::StrCat(step).size());
+    rendered.push_back(std::move(line));
+  }
+  // Greedy blocks of columns that fit the width (at least one column per block).
+  for (size_t first = 0; first < names.size();) {
+    size_t last = first;
+    size_t used = step_width + 2 + widths[first];
+    while (last + 1 < names.size() && used + 2 + widths[last + 1] <= width) {
+      used += 2 + widths[++last];
+    }
+    std::vector<std::string> header = {"STEP"};
+    header.insert(header.end(), names.begin() + first, names.begin() + last + 1);
+    std::vector<std::vector<std::string>> rows;
+    size_t r = 0;
+    for (const auto& entry : cells) {
+      std::vector<std::string> row = {absl::StrCat(entry.first)};
+      row.insert(row.end(), rendered[r].begin() + first, rendered[r].begin() + last + 1);
+      rows.push_back(std::move(row));
+      ++r;
+    }
+    if (first > 0) text += "\n";
+    text += RenderTable(header, rows, std::vector<bool>(header.size(), true));
+    first = last + 1;
+  }
+  return text;
+}
+
+std::string VectorsJson(const v1::QueryVectorsResponse& response) {
+  std::vector<std::string> objects;
+  objects.reserve(response.points_size());
+  for (const v1::VectorPoint& point : response.points()) {
+    std::vector<std::string> values;
+    values.reserve(point.values_size());
+    for (double value : point.values()) values.push_back(JsonNumber(value));
+    objects.push_back(absl::StrCat("{\"step\": ", point.step(), ", \"values\": [",
+                                   absl::StrJoin(values, ", "), "]}"));
+  }
+  return JsonList(objects);
+}
+
+std::string VectorsCsv(const v1::QueryVectorsResponse& response) {
+  int dims = 0;
+  for (const v1::VectorPoint& point : response.points()) {
+    dims = std::max(dims, point.values_size());
+  }
+  std::string text = "step";
+  for (int i = 0; i < dims; ++i) absl::StrAppend(&text, ",v", i);
+  text += "\n";
+  for (const v1::VectorPoint& point : response.points()) {
+    absl::StrAppend(&text, point.step());
+    for (double value : point.values()) absl::StrAppend(&text, ",", FullPrecision(value));
+    for (int i = point.values_size(); i < dims; ++i) text += ",";
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace anisoscope::client

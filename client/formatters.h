@@ -1,0 +1,44 @@
+// Rendering of query results for the CLI (tables for humans, CSV and JSON for tools) and
+// the shared table/number helpers. Pure functions of their inputs (no I/O, no clock); each returns
+// the complete text, ending with a newline.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "anisoscope/v1/anisoscope.pb.h"
+
+namespace anisoscope::client {
+
+// A plain-text table: columns padded to their widest cell, two spaces apart; cells of
+// the columns marked in `right_align` are right-aligned. Trailing spaces are trimmed.
+std::string RenderTable(const std::vector<std::string>& header,
+                        const std::vector<std::vector<std::string>>& rows,
+                        const std::vector<bool>& right_align = {});
+
+// `%.17g` (round-trips a double); "nan", "inf", "-inf" for non-finite values.
+std::string FullPrecision(double value);
+// `%.4g`, for tables.
+std::string ShortNumber(double value);
+// A JSON string literal (quotes, backslashes and control characters escaped).
+std::string JsonString(const std::string& text);
+
+// QuerySeries as CSV: header `step,layer,head,value`, one line per point in response
+// order; `head` is empty for per-hidden-state points (head == -1).
+std::string SeriesCsv(const v1::QuerySeriesResponse& response);
+// QuerySeries as a JSON list of {"step","layer","head","value"}, one object per line;
+// head is null for per-hidden-state points, value null when not finite.
+std::string SeriesJson(const v1::QuerySeriesResponse& response);
+// QuerySeries as a wide table: a caption line, then one row per step and one column per
+// (layer, head) named `L0H3` (`L0` for hidden-state metrics), values to 4 significant
+// digits, "-" where a step lacks a value. Columns that do not fit `width` characters
+// wrap into further blocks, each repeating the step column.
+std::string SeriesTable(const std::string& run, const v1::QuerySeriesResponse& response,
+                        size_t width = 100);
+
+// QueryVectors as a JSON list of {"step": S, "values": [...]}, one object per line.
+std::string VectorsJson(const v1::QueryVectorsResponse& response);
+// QueryVectors as CSV: header `step,v0,v1,...` (as many as the longest vector).
+std::string VectorsCsv(const v1::QueryVectorsResponse& response);
+
+}  // namespace anisoscope::client

@@ -1,0 +1,270 @@
+#include "client/job_commands.h"
+
+#include <filesystem>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "anisoscope/v1/anisoscope.grpc.pb.h"
+#include "client/job_formatters.h"
+#include "client/progress_printer.h"
+
+namespace anisoscope::client {
+namespace {
+
+constexpr char kJobHelp[] = "the job id printed by 'submit' (see 'jobs')";
+
+bool IsFinalJobState(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
+
+// The JOB positional argument, or -1 after reporting a usage error.
+int64_t JobId(const ParsedArgs& args, const CommandContext& context) {
+  int64_t id = 0;
+  const std::string& text = args.positionals().at(0);
+  if (!ParseInt64(text, &id) || id <= 0) {
+    context.UsageError(
+        absl::StrCat("JOB: expected a job id (a positive integer), got '", text, "'"));
+    return -1;
+  }
+  return id;
+}
+
+int RunSubmit(const ParsedArgs& args, const CommandContext& context) {
+  absl::StatusOr<v1::SubmitJobRequest> request = BuildSubmitRequest(args, context.cwd());
+  if (!request.ok()) return context.UsageError(request.status().message());
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  auto stub = v1::JobService::NewStub(*channel);
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::Job job;
+  if (grpc::Status status = stub->SubmitJob(&rpc, *request, &job); !status.ok()) {
+    return context.RpcError(status);
+  }
+  const int count = job.steps_total() > 0 ? job.steps_total() : job.checkpoints_size();
+  context.out() << "job " << job.id() << " submitted: " << count << " checkpoint"
+                << (count == 1 ? "" : "s") << " of run " << job.run() << "\n"
+                << std::flush;
+  if (!args.Has("wait")) return kExitOk;
+  return WatchUntilFinished(context, *channel, job.id());
+}
+
+int RunStatus(const ParsedArgs& args, const CommandContext& context) {
+  const int64_t id = JobId(args, context);
+  if (id < 0) return kExitUsage;
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  v1::GetJobRequest request;
+  request.set_id(id);
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::Job job;
+  grpc::Status status = v1::JobService::NewStub(*channel)->GetJob(&rpc, request, &job);
+  if (!status.ok()) return context.RpcError(status);
+  context.out() << JobDetails(job);
+  return kExitOk;
+}
+
+int RunJobs(const ParsedArgs& args, const CommandContext& context) {
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  v1::ListJobsRequest request;
+  request.set_limit(static_cast<int32_t>(args.GetInt("limit", 20)));
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::ListJobsResponse response;
+  grpc::Status status = v1::JobService::NewStub(*channel)->ListJobs(&rpc, request, &response);
+  if (!status.ok()) return context.RpcError(status);
+  context.out() << JobsTable({response.jobs().begin(), response.jobs().end()});
+  return kExitOk;
+}
+
+int RunCancel(const ParsedArgs& args, const CommandContext& context) {
+  const int64_t id = JobId(args, context);
+  if (id < 0) return kExitUsage;
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  v1::CancelJobRequest request;
+  request.set_id(id);
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::Job job;
+  grpc::Status status = v1::JobService::NewStub(*channel)->CancelJob(&rpc, request, &job);
+  if (!status.ok()) return context.RpcError(status);
+  if (job.state() == v1::JOB_STATE_CANCELLED) {
+    context.out() << "job " << id << " cancelled\n";
+  } else if (IsFinalJobState(job.state())) {
+    context.out() << "job " << id << " had already " << JobStateName(job.state()) << "\n";
+  } else {
+    context.out() << "job " << id << " cancel requested (state: " << JobStateName(job.state())
+                  << ")\n";
+  }
+  return kExitOk;
+}
+
+int RunWatch(const ParsedArgs& args, const CommandContext& context) {
+  const int64_t id = JobId(args, context);
+  if (id < 0) return kExitUsage;
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  return WatchUntilFinished(context, *channel, id);
+}
+
+}  // namespace
+
+std::string AbsolutePath(const std::string& path, const std::string& cwd) {
+  std::filesystem::path full = std::filesystem::path(cwd) / path;  // `/` keeps absolute paths
+  for (const auto& part : full) {
+    if (part == "..") return full.string();
+  }
+  return full.lexically_normal().string();
+}
+
+absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
+                                                        const std::string& cwd) {
+  v1::SubmitJobRequest request;
+  if (!args.Has("run")) return absl::InvalidArgumentError("submit: --run is required");
+  request.set_run(args.GetString("run"));
+  const bool has_dir = args.Has("checkpoints");
+  const bool has_list = args.Has("checkpoint");
+  if (has_dir == has_list) {
+    return absl::InvalidArgumentError(
+        has_dir ? "submit: give --checkpoints DIR or --checkpoint STEP=PATH, not both"
+                : "submit: --checkpoints DIR or --checkpoint STEP=PATH is required");
+  }
+  if (has_dir) request.set_checkpoints_dir(AbsolutePath(args.GetString("checkpoints"), cwd));
+  std::set<int64_t> steps;
+  for (const std::string& value : args.GetAll("checkpoint")) {
+    const size_t eq = value.find('=');
+    int64_t step = 0;
+    if (eq == std::string::npos || !ParseInt64(value.substr(0, eq), &step) || step < 0 ||
+        eq + 1 == value.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--checkpoint: expected STEP=PATH with STEP >= 0, got '", value, "'"));
+    }
+    if (!steps.insert(step).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--checkpoint: step ", step, " given twice"));
+    }
+    v1::CheckpointRef* ref = request.add_checkpoints();
+    ref->set_step(step);
+    ref->set_path(AbsolutePath(value.substr(eq + 1), cwd));
+  }
+  const bool has_tokens = args.Has("probe-tokens");
+  const bool has_text = args.Has("probe-text");
+  if (has_tokens == has_text) {
+    return absl::InvalidArgumentError(
+        has_text ? "submit: give --probe-tokens F or --probe-text F, not both"
+                 : "submit: --probe-tokens F or --probe-text F is required");
+  }
+  v1::ProbeSpec* probe = request.mutable_probe();
+  probe->set_source(has_text ? v1::PROBE_SOURCE_TEXT : v1::PROBE_SOURCE_TOKENS);
+  probe->set_path(AbsolutePath(args.GetString(has_text ? "probe-text" : "probe-tokens"), cwd));
+  if (args.Has("probe-mode")) {
+    if (!has_text) {
+      return absl::InvalidArgumentError("--probe-mode: applies only to --probe-text");
+    }
+    probe->set_mode(args.GetString("probe-mode") == "lines" ? v1::PROBE_MODE_LINES
+                                                            : v1::PROBE_MODE_WINDOWS);
+  } else if (has_text) {
+    probe->set_mode(v1::PROBE_MODE_WINDOWS);
+  }
+  probe->set_samples(args.GetInt("samples", 0));
+  probe->set_seq_len(args.GetInt("seq-len", 0));
+  request.set_force(args.Has("force"));
+  return request;
+}
+
+int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc::Channel>& channel,
+                       int64_t id) {
+  auto stub = v1::JobService::NewStub(channel);
+  grpc::ClientContext rpc;  // no deadline: jobs take as long as they take
+  v1::WatchJobRequest request;
+  request.set_id(id);
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = stub->WatchJob(&rpc, request);
+  ProgressPrinter printer(context.err_is_tty());
+  v1::JobEvent event;
+  v1::Job last;
+  bool seen = false;
+  while (reader->Read(&event)) {
+    context.err() << printer.Render(event) << std::flush;
+    last = event.job();
+    seen = true;
+  }
+  const grpc::Status status = reader->Finish();
+  context.err() << printer.Clear() << std::flush;
+  if (!status.ok()) return context.RpcError(status);
+  if (!seen || !IsFinalJobState(last.state())) {
+    return context.Error(
+        absl::StrCat("the server ended the watch of job ", id, " before the job finished"));
+  }
+  context.out() << ProgressPrinter::Summary(last) << std::flush;
+  return ProgressPrinter::Succeeded(last) ? kExitOk : kExitFailure;
+}
+
+std::vector<Command> JobCommands() {
+  CommandSpec submit;
+  submit.name = "submit";
+  submit.synopsis =
+      "--run NAME (--checkpoints DIR | --checkpoint STEP=PATH ...)\n"
+      "(--probe-tokens F | --probe-text F [--probe-mode windows|lines])\n"
+      "[--samples N] [--seq-len L] [--force] [--wait]";
+  submit.summary = "analyze a run's checkpoints with a probe (queues a job)";
+  submit.flags = {
+      StringFlag("run", "NAME", "the run the steps belong to"),
+      StringFlag("checkpoints", "DIR", "a directory whose subdirectories are the steps"),
+      RepeatedFlag("checkpoint", "STEP=PATH",
+                   "one checkpoint (repeatable), instead of --checkpoints"),
+      StringFlag("probe-tokens", "F", "probe: JSON lines of token ids, used verbatim"),
+      StringFlag("probe-text", "F", "probe: text, tokenized with each checkpoint's vocabulary"),
+      ChoiceFlag("probe-mode", {"windows", "lines"},
+                 "how --probe-text becomes samples: windows of the token\n"
+                 "stream, or one sample per line (default windows)"),
+      IntFlag("samples", "N", "number of probe samples (default 128)", 1),
+      IntFlag("seq-len", "L", "tokens per sample (default: the model's maximum)", 1),
+      BoolFlag("force", "recompute and replace steps already stored for this probe"),
+      BoolFlag("wait", "then follow the job until it ends, like 'watch'"),
+  };
+  submit.details =
+      "Relative paths are made absolute against the current directory; the server\n"
+      "reads them and refuses paths outside its --allow-root directories.\n"
+      "Prints the job id. With --wait, progress goes to stderr and a summary line to\n"
+      "stdout; the exit status is 0 only if every checkpoint was done or skipped.\n";
+
+  CommandSpec status;
+  status.name = "status";
+  status.synopsis = "JOB";
+  status.summary = "show a job: state, run, probe and each checkpoint";
+  status.positionals = {{"JOB", kJobHelp}};
+
+  CommandSpec jobs;
+  jobs.name = "jobs";
+  jobs.synopsis = "[--limit N]";
+  jobs.summary = "list recent jobs";
+  jobs.flags = {IntFlag("limit", "N", "show at most N jobs (default 20)", 1)};
+
+  CommandSpec cancel;
+  cancel.name = "cancel";
+  cancel.synopsis = "JOB";
+  cancel.summary = "cancel a queued or running job";
+  cancel.positionals = {{"JOB", kJobHelp}};
+
+  CommandSpec watch;
+  watch.name = "watch";
+  watch.synopsis = "JOB";
+  watch.summary = "follow a job until it ends (like submit --wait)";
+  watch.positionals = {{"JOB", kJobHelp}};
+  watch.details =
+      "Progress goes to stderr, one line per finished checkpoint, and a summary line\n"
+      "to stdout. Exits 0 only if every checkpoint was done or skipped, 1 otherwise.\n"
+      "Interrupting the watch does not cancel the job (see 'cancel').\n";
+
+  return {{submit, RunSubmit},
+          {status, RunStatus},
+          {jobs, RunJobs},
+          {cancel, RunCancel},
+          {watch, RunWatch}};
+}
+
+}  // namespace anisoscope::client

@@ -1,0 +1,115 @@
+#include "client/job_formatters.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/formatters.h"
+
+namespace anisoscope::client {
+
+std::string JobStateName(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_QUEUED:
+      return "queued";
+    case v1::JOB_STATE_RUNNING:
+      return "running";
+    case v1::JOB_STATE_SUCCEEDED:
+      return "succeeded";
+    case v1::JOB_STATE_FAILED:
+      return "failed";
+    case v1::JOB_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
+std::string StepStateName(v1::StepState state) {
+  switch (state) {
+    case v1::STEP_STATE_PENDING:
+      return "pending";
+    case v1::STEP_STATE_RUNNING:
+      return "running";
+    case v1::STEP_STATE_DONE:
+      return "done";
+    case v1::STEP_STATE_SKIPPED:
+      return "skipped";
+    case v1::STEP_STATE_FAILED:
+      return "failed";
+    case v1::STEP_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
+std::string DescribeProbe(const v1::ProbeSpec& probe) {
+  const char* source = probe.source() == v1::PROBE_SOURCE_TOKENS ? "tokens"
+                       : probe.source() == v1::PROBE_SOURCE_TEXT ? "text"
+                                                                 : "unknown";
+  std::vector<std::string> details;
+  if (probe.source() != v1::PROBE_SOURCE_TOKENS) {
+    details.push_back(probe.mode() == v1::PROBE_MODE_LINES ? "lines" : "windows");
+  }
+  details.push_back(absl::StrCat(probe.samples() > 0 ? probe.samples() : 128, " samples"));
+  details.push_back(probe.seq_len() > 0 ? absl::StrCat("seq-len ", probe.seq_len())
+                                        : "seq-len model max");
+  return absl::StrCat(source, " ", probe.path(), " (", absl::StrJoin(details, ", "), ")");
+}
+
+std::string JobsTable(const std::vector<v1::Job>& jobs) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(jobs.size());
+  for (const v1::Job& job : jobs) {
+    rows.push_back({absl::StrCat(job.id()), job.run(), JobStateName(job.state()),
+                    absl::StrCat(job.steps_finished(), "/", job.steps_total()), job.created_at()});
+  }
+  return RenderTable({"ID", "RUN", "STATE", "FINISHED", "CREATED"}, rows,
+                     {true, false, false, true, false});
+}
+
+std::string JobDetails(const v1::Job& job) {
+  std::string text = absl::StrCat("job ", job.id(), "\n");
+  absl::StrAppend(&text, "  run:      ", job.run(), "\n");
+  absl::StrAppend(&text, "  state:    ", JobStateName(job.state()), " (", job.steps_finished(), "/",
+                  job.steps_total(), " checkpoints finished)\n");
+  absl::StrAppend(&text, "  probe:    ", DescribeProbe(job.probe()), "\n");
+  if (job.force()) absl::StrAppend(&text, "  force:    yes\n");
+  absl::StrAppend(&text, "  created:  ", job.created_at(), "\n");
+  absl::StrAppend(&text, "  updated:  ", job.updated_at(), "\n");
+  if (!job.error().empty()) absl::StrAppend(&text, "  error:    ", job.error(), "\n");
+  if (job.checkpoints_size() == 0) return text;
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::CheckpointStatus& checkpoint : job.checkpoints()) {
+    const bool timed = checkpoint.state() == v1::STEP_STATE_DONE ||
+                       checkpoint.state() == v1::STEP_STATE_FAILED || checkpoint.seconds() > 0;
+    rows.push_back({absl::StrCat(checkpoint.step()), StepStateName(checkpoint.state()),
+                    timed ? absl::StrFormat("%.1f", checkpoint.seconds()) : "",
+                    checkpoint.error()});
+  }
+  return text + "\n" +
+         RenderTable({"STEP", "STATE", "SECONDS", "ERROR"}, rows, {true, false, true, false});
+}
+
+std::string RunsTable(const std::vector<v1::Run>& runs) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(runs.size());
+  for (const v1::Run& run : runs) {
+    std::vector<std::string> probes;
+    for (const v1::Probe& probe : run.probes()) probes.push_back(probe.id());
+    std::string range = "-";
+    if (run.steps_size() > 0) {
+      const auto [low, high] = std::minmax_element(run.steps().begin(), run.steps().end());
+      range = absl::StrCat(*low, "..", *high);
+    }
+    rows.push_back(
+        {run.name(), run.model_family(), absl::StrCat(run.num_layers(), "x", run.num_heads()),
+         probes.empty() ? "-" : absl::StrJoin(probes, ","), absl::StrCat(run.steps_size()), range});
+  }
+  return RenderTable({"NAME", "FAMILY", "LAYERSxHEADS", "PROBES", "STEPS", "RANGE"}, rows,
+                     {false, false, true, false, true, false});
+}
+
+}  // namespace anisoscope::client

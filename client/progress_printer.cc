@@ -1,0 +1,128 @@
+#include "client/progress_printer.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/job_formatters.h"
+
+namespace anisoscope::client {
+namespace {
+
+bool IsFinal(v1::StepState state) {
+  return state == v1::STEP_STATE_DONE || state == v1::STEP_STATE_SKIPPED ||
+         state == v1::STEP_STATE_FAILED || state == v1::STEP_STATE_CANCELLED;
+}
+
+int Total(const v1::Job& job) {
+  return job.steps_total() > 0 ? job.steps_total() : job.checkpoints_size();
+}
+
+// "ANSI erase to end of line" after a carriage return.
+constexpr char kEraseLine[] = "\r\033[K";
+
+}  // namespace
+
+std::string ProgressPrinter::Render(const v1::JobEvent& event) {
+  const v1::Job& job = event.job();
+  switch (event.kind()) {
+    case v1::JobEvent::KIND_SNAPSHOT: {
+      std::string text;
+      for (const v1::CheckpointStatus& checkpoint : job.checkpoints()) {
+        if (IsFinal(checkpoint.state())) text += FinishedLine(job, checkpoint);
+      }
+      return text;
+    }
+    case v1::JobEvent::KIND_STEP_STARTED:
+      return Transient(absl::StrCat("[", finished_ + 1, "/", Total(job), "] step ",
+                                    event.checkpoint().step(), " ..."));
+    case v1::JobEvent::KIND_STEP_PROGRESS:
+      return Transient(absl::StrCat("[", finished_ + 1, "/", Total(job), "] step ",
+                                    event.checkpoint().step(), " batch ", event.batches_done(), "/",
+                                    event.batches_total()));
+    case v1::JobEvent::KIND_STEP_FINISHED:
+      return FinishedLine(job, event.checkpoint());
+    case v1::JobEvent::KIND_JOB_FINISHED:
+      return Clear();
+    default:
+      return "";
+  }
+}
+
+std::string ProgressPrinter::Clear() {
+  if (!transient_shown_) return "";
+  transient_shown_ = false;
+  return kEraseLine;
+}
+
+std::string ProgressPrinter::Transient(const std::string& text) {
+  if (!tty_) return "";
+  transient_shown_ = true;
+  return kEraseLine + text;
+}
+
+std::string ProgressPrinter::FinishedLine(const v1::Job& job,
+                                          const v1::CheckpointStatus& checkpoint) {
+  if (!reported_steps_.insert(checkpoint.step()).second) return "";
+  std::string text = Clear();
+  absl::StrAppend(&text, "[", ++finished_, "/", Total(job), "] step ", checkpoint.step(), " ");
+  switch (checkpoint.state()) {
+    case v1::STEP_STATE_DONE:
+      absl::StrAppend(&text, absl::StrFormat("done %.1f s", checkpoint.seconds()));
+      break;
+    case v1::STEP_STATE_SKIPPED:
+      absl::StrAppend(&text, "skipped (already stored)");
+      break;
+    case v1::STEP_STATE_FAILED:
+      absl::StrAppend(&text,
+                      "FAILED: ", checkpoint.error().empty() ? "(no message)" : checkpoint.error());
+      break;
+    default:
+      absl::StrAppend(&text, StepStateName(checkpoint.state()));
+  }
+  return text + "\n";
+}
+
+std::string ProgressPrinter::Summary(const v1::Job& job) {
+  int done = 0, skipped = 0, failed = 0, cancelled = 0, unfinished = 0;
+  for (const v1::CheckpointStatus& checkpoint : job.checkpoints()) {
+    switch (checkpoint.state()) {
+      case v1::STEP_STATE_DONE:
+        ++done;
+        break;
+      case v1::STEP_STATE_SKIPPED:
+        ++skipped;
+        break;
+      case v1::STEP_STATE_FAILED:
+        ++failed;
+        break;
+      case v1::STEP_STATE_CANCELLED:
+        ++cancelled;
+        break;
+      default:
+        ++unfinished;
+    }
+  }
+  std::vector<std::string> parts = {absl::StrCat(done, " done")};
+  if (skipped > 0) parts.push_back(absl::StrCat(skipped, " skipped"));
+  if (failed > 0) parts.push_back(absl::StrCat(failed, " failed"));
+  if (cancelled > 0) parts.push_back(absl::StrCat(cancelled, " cancelled"));
+  if (unfinished > 0) parts.push_back(absl::StrCat(unfinished, " unfinished"));
+  std::string text = absl::StrCat("job ", job.id(), " ", JobStateName(job.state()), ": ",
+                                  absl::StrJoin(parts, ", "), " (", Total(job), " checkpoints)");
+  if (!job.error().empty()) absl::StrAppend(&text, ": ", job.error());
+  return text + "\n";
+}
+
+bool ProgressPrinter::Succeeded(const v1::Job& job) {
+  if (job.state() != v1::JOB_STATE_SUCCEEDED) return false;
+  for (const v1::CheckpointStatus& checkpoint : job.checkpoints()) {
+    if (checkpoint.state() != v1::STEP_STATE_DONE && checkpoint.state() != v1::STEP_STATE_SKIPPED) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace anisoscope::client

@@ -1,0 +1,150 @@
+#include "client/query_commands.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "anisoscope/v1/anisoscope.grpc.pb.h"
+#include "client/formatters.h"
+#include "client/job_formatters.h"
+
+namespace anisoscope::client {
+namespace {
+
+// Applies --from-step / --to-step, checking their order; false after a usage error.
+template <typename Request>
+bool SetStepRange(const ParsedArgs& args, const CommandContext& context, Request* request) {
+  if (args.Has("from-step")) request->set_from_step(args.GetInt("from-step"));
+  if (args.Has("to-step")) request->set_to_step(args.GetInt("to-step"));
+  if (args.Has("from-step") && args.Has("to-step") &&
+      args.GetInt("from-step") > args.GetInt("to-step")) {
+    context.UsageError(absl::StrCat("--from-step ", args.GetInt("from-step"),
+                                    " is after --to-step ", args.GetInt("to-step")));
+    return false;
+  }
+  return true;
+}
+
+int RunRuns(const ParsedArgs&, const CommandContext& context) {
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::ListRunsResponse response;
+  grpc::Status status =
+      v1::QueryService::NewStub(*channel)->ListRuns(&rpc, v1::ListRunsRequest(), &response);
+  if (!status.ok()) return context.RpcError(status);
+  context.out() << RunsTable({response.runs().begin(), response.runs().end()});
+  return kExitOk;
+}
+
+int RunQuery(const ParsedArgs& args, const CommandContext& context) {
+  if (!args.Has("run")) return context.UsageError("query: --run is required");
+  if (!args.Has("metric")) return context.UsageError("query: --metric is required");
+  v1::QuerySeriesRequest request;
+  request.set_run(args.GetString("run"));
+  request.set_metric(args.GetString("metric"));
+  request.set_probe_id(args.GetString("probe"));
+  if (args.Has("layer")) request.set_layer(static_cast<int32_t>(args.GetInt("layer")));
+  if (args.Has("head")) request.set_head(static_cast<int32_t>(args.GetInt("head")));
+  if (!SetStepRange(args, context, &request)) return kExitUsage;
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::QuerySeriesResponse response;
+  grpc::Status status = v1::QueryService::NewStub(*channel)->QuerySeries(&rpc, request, &response);
+  if (!status.ok()) return context.RpcError(status);
+  if (response.metric().empty()) response.set_metric(request.metric());
+  const std::string format = args.GetString("format", "table");
+  if (format == "csv") {
+    context.out() << SeriesCsv(response);
+  } else if (format == "json") {
+    context.out() << SeriesJson(response);
+  } else {
+    context.out() << SeriesTable(request.run(), response);
+  }
+  return kExitOk;
+}
+
+int RunVectors(const ParsedArgs& args, const CommandContext& context) {
+  for (const char* required : {"run", "kind", "layer", "head"}) {
+    if (!args.Has(required)) {
+      return context.UsageError(absl::StrCat("vectors: --", required, " is required"));
+    }
+  }
+  v1::QueryVectorsRequest request;
+  request.set_run(args.GetString("run"));
+  request.set_kind(args.GetString("kind"));
+  request.set_probe_id(args.GetString("probe"));
+  request.set_layer(static_cast<int32_t>(args.GetInt("layer")));
+  request.set_head(static_cast<int32_t>(args.GetInt("head")));
+  if (!SetStepRange(args, context, &request)) return kExitUsage;
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::QueryVectorsResponse response;
+  grpc::Status status = v1::QueryService::NewStub(*channel)->QueryVectors(&rpc, request, &response);
+  if (!status.ok()) return context.RpcError(status);
+  context.out() << (args.GetString("format", "json") == "csv" ? VectorsCsv(response)
+                                                              : VectorsJson(response));
+  return kExitOk;
+}
+
+std::vector<FlagSpec> StepRangeFlags() {
+  return {IntFlag("from-step", "A", "only steps >= A", 0),
+          IntFlag("to-step", "B", "only steps <= B", 0)};
+}
+
+}  // namespace
+
+std::vector<Command> QueryCommands() {
+  CommandSpec runs;
+  runs.name = "runs";
+  runs.summary = "list runs: model family, layers x heads, probes, steps";
+
+  CommandSpec query;
+  query.name = "query";
+  query.synopsis =
+      "--run NAME --metric M [--layer L] [--head H] [--from-step A] [--to-step B]\n"
+      "[--probe ID] [--format table|csv|json]";
+  query.summary = "print the time series of one metric over training steps";
+  query.flags = {
+      StringFlag("run", "NAME", "the run (see 'runs')"),
+      StringFlag("metric", "M", "the metric (listed below)"),
+      IntFlag("layer", "L", "only layer L (default: all)", 0),
+      IntFlag("head", "H", "only head H (default: all)", 0),
+  };
+  for (FlagSpec& flag : StepRangeFlags()) query.flags.push_back(std::move(flag));
+  query.flags.push_back(StringFlag("probe", "ID", "the probe (default: the run's only one)"));
+  query.flags.push_back(
+      ChoiceFlag("format", {"table", "csv", "json"},
+                 "table (default): a row per step, a column per layer/head, 4 significant\n"
+                 "digits; csv: step,layer,head,value; json: [{step, layer, head, value}];\n"
+                 "csv and json keep full precision; head is empty (csv) or null (json) for\n"
+                 "hidden-state metrics"));
+  query.details = absl::StrCat("metrics per head:\n  ", absl::StrJoin(kHeadMetrics, " "),
+                               "\nmetrics per hidden state (one value per layer):\n  ",
+                               absl::StrJoin(kHiddenMetrics, " "), "\n");
+
+  CommandSpec vectors;
+  vectors.name = "vectors";
+  vectors.synopsis =
+      "--run NAME --kind q_mean|k_mean --layer L --head H [--probe ID]\n"
+      "[--from-step A] [--to-step B] [--format json|csv]";
+  vectors.summary = "print the mean query or key vector of one head at each step";
+  vectors.flags = {
+      StringFlag("run", "NAME", "the run (see 'runs')"),
+      ChoiceFlag("kind", {"q_mean", "k_mean"}, "mean query or mean key vector"),
+      IntFlag("layer", "L", "the layer", 0),
+      IntFlag("head", "H", "the head", 0),
+      StringFlag("probe", "ID", "the probe (default: the run's only one)"),
+  };
+  for (FlagSpec& flag : StepRangeFlags()) vectors.flags.push_back(std::move(flag));
+  vectors.flags.push_back(
+      ChoiceFlag("format", {"json", "csv"},
+                 "json (default): [{\"step\": S, \"values\": [...]}, ...]; csv: step,v0,v1,..."));
+
+  return {{runs, RunRuns}, {query, RunQuery}, {vectors, RunVectors}};
+}
+
+}  // namespace anisoscope::client

@@ -1,0 +1,89 @@
+#include "server/anisoscope_server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace anisoscope::server {
+
+absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
+    const ServerOptions& options, ExtractorFactory extractor_factory) {
+  const size_t colon = options.listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", options.listen, "' is not HOST:PORT"));
+  }
+  if (options.allow_roots.empty()) {
+    return absl::InvalidArgumentError("at least one allowed root is required");
+  }
+  std::unique_ptr<AnisoscopeServer> server(new AnisoscopeServer());
+
+  absl::StatusOr<std::unique_ptr<PathPolicy>> policy =
+      PathPolicy::Create({options.allow_roots});
+  if (!policy.ok()) return policy.status();
+  server->policy_ = std::move(policy).value();
+
+  storage::MetricsStore::Options store_options;
+  store_options.path = options.db;
+  absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store =
+      storage::MetricsStore::Open(store_options);
+  if (!store.ok()) return store.status();
+  server->store_ = std::move(store).value();
+
+  JobRunner::Options runner_options;
+  runner_options.workers = options.workers;
+  runner_options.extractor_factory = std::move(extractor_factory);
+  absl::StatusOr<std::unique_ptr<JobRunner>> runner =
+      JobRunner::Create(runner_options, server->store_.get());
+  if (!runner.ok()) return runner.status();
+  server->runner_ = std::move(runner).value();
+
+  server->job_service_ =
+      std::make_unique<JobServiceImpl>(server->runner_.get(), server->policy_.get());
+  server->query_service_ = std::make_unique<QueryServiceImpl>(server->store_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(server->job_service_.get());
+  builder.RegisterService(server->query_service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
+    server->runner_->Drain();
+    return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen, "'"));
+  }
+  if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+  }
+  server->port_ = port;
+  server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
+  spdlog::info("serving on {} with {} worker(s); database {}", server->address_,
+               options.workers, options.db);
+  return server;
+}
+
+AnisoscopeServer::~AnisoscopeServer() { Shutdown(absl::Seconds(2)); }
+
+void AnisoscopeServer::Drain() {
+  if (server_ != nullptr) {
+    if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+      health->SetServingStatus(false);
+    }
+  }
+  if (runner_ != nullptr) runner_->Drain();
+}
+
+void AnisoscopeServer::Shutdown(absl::Duration deadline) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  Drain();
+  if (server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
+    server_->Wait();
+  }
+  spdlog::info("server stopped");
+}
+
+}  // namespace anisoscope::server

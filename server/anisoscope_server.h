@@ -1,0 +1,61 @@
+// AnisoscopeServer: the store, path policy, job runner and gRPC services of one process.
+//
+// Create opens the database, resumes unfinished jobs and starts serving. Shutdown drains
+// (new jobs get UNAVAILABLE, running extractions stop and stay pending for the next
+// start, writes in progress finish), then stops gRPC with a deadline. Drain and Shutdown are called from one
+// thread (main); the services themselves are thread-safe.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/path_policy.h"
+#include "server/job_runner.h"
+#include "server/job_service.h"
+#include "server/query_service.h"
+#include "server/server_options.h"
+#include "storage/metrics_store.h"
+
+namespace anisoscope::server {
+
+class AnisoscopeServer {
+ public:
+  // `extractor_factory` makes each worker's extractor (main passes the LibTorch one).
+  // INVALID_ARGUMENT for a bad allowed root or listen address, UNAVAILABLE when the port
+  // cannot be bound, the store's or factory's error otherwise.
+  static absl::StatusOr<std::unique_ptr<AnisoscopeServer>> Create(
+      const ServerOptions& options, ExtractorFactory extractor_factory);
+  ~AnisoscopeServer();  // Shutdown with a short deadline.
+
+  // The bound address, e.g. "127.0.0.1:43127" (the real port when --listen had port 0).
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+
+  // Starts draining and marks the health service NOT_SERVING; returns once the workers
+  // have stopped. gRPC keeps serving queries. Idempotent.
+  void Drain();
+  // Drain, then stop gRPC, cancelling calls still open after `deadline`. Blocks; idempotent.
+  void Shutdown(absl::Duration deadline);
+
+  JobRunner& runner() { return *runner_; }
+  storage::MetricsStore& store() { return *store_; }
+
+ private:
+  AnisoscopeServer() = default;
+
+  std::unique_ptr<storage::MetricsStore> store_;
+  std::unique_ptr<PathPolicy> policy_;
+  std::unique_ptr<JobRunner> runner_;
+  std::unique_ptr<JobServiceImpl> job_service_;
+  std::unique_ptr<QueryServiceImpl> query_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace anisoscope::server

@@ -1,0 +1,102 @@
+#include "server/job_request.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/checkpoint/step_discovery.h"
+#include "server/proto_convert.h"
+
+namespace anisoscope::server {
+
+namespace fs = std::filesystem;
+
+absl::Status ValidateRunName(const std::string& run) {
+  if (run.empty() || run.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run name must be 1 to 128 characters, got ", run.size()));
+  }
+  for (char c : run) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run name '", run, "' may contain only A-Z a-z 0-9 . _ -"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& request,
+                                                    const PathPolicy& policy) {
+  if (absl::Status status = ValidateRunName(request.run()); !status.ok()) return status;
+  storage::JobSpec spec;
+  spec.run = request.run();
+  spec.force = request.force();
+  if (!request.has_probe()) return absl::InvalidArgumentError("probe is required");
+  if (absl::Status status = ProbeSpecFromProto(request.probe(), &spec); !status.ok()) {
+    return status;
+  }
+  if (request.probe().path().empty()) return absl::InvalidArgumentError("probe.path is required");
+
+  const bool has_dir = !request.checkpoints_dir().empty();
+  const bool has_list = request.checkpoints_size() > 0;
+  if (has_dir == has_list) {
+    return absl::InvalidArgumentError("give either checkpoints_dir or checkpoints (exactly one)");
+  }
+
+  absl::StatusOr<fs::path> probe_path = policy.Resolve(request.probe().path(), "probe file");
+  if (!probe_path.ok()) return probe_path.status();
+  std::error_code error;
+  if (!fs::is_regular_file(*probe_path, error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("probe file '", request.probe().path(), "' is not a regular file"));
+  }
+  spec.probe_path = probe_path->string();
+
+  if (has_dir) {
+    absl::StatusOr<fs::path> dir = policy.Resolve(request.checkpoints_dir(), "checkpoints_dir");
+    if (!dir.ok()) return dir.status();
+    if (!fs::is_directory(*dir, error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoints_dir '", request.checkpoints_dir(), "' is not a directory"));
+    }
+    absl::StatusOr<std::vector<analysis::DiscoveredStep>> steps = analysis::DiscoverSteps(*dir);
+    if (!steps.ok()) return steps.status();
+    for (const analysis::DiscoveredStep& step : *steps) {
+      // Each step directory is resolved again: a symlinked step must not escape the roots.
+      absl::StatusOr<fs::path> path = policy.Resolve(step.path.string(), "checkpoint");
+      if (!path.ok()) return path.status();
+      spec.checkpoints.push_back({step.step, path->string()});
+    }
+  } else {
+    for (const pb::CheckpointRef& ref : request.checkpoints()) {
+      if (ref.step() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint step must be >= 0, got ", ref.step()));
+      }
+      absl::StatusOr<fs::path> path = policy.Resolve(ref.path(), "checkpoint");
+      if (!path.ok()) return path.status();
+      if (!fs::is_directory(*path, error)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint '", ref.path(), "' is not a directory"));
+      }
+      spec.checkpoints.push_back({ref.step(), path->string()});
+    }
+  }
+  std::sort(spec.checkpoints.begin(), spec.checkpoints.end(),
+            [](const storage::CheckpointSpec& a, const storage::CheckpointSpec& b) {
+              return a.step < b.step;
+            });
+  for (size_t i = 1; i < spec.checkpoints.size(); ++i) {
+    if (spec.checkpoints[i].step == spec.checkpoints[i - 1].step) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("two checkpoints share step ", spec.checkpoints[i].step));
+    }
+  }
+  if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
+  return spec;
+}
+
+}  // namespace anisoscope::server

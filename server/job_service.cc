@@ -1,0 +1,180 @@
+#include "server/job_service.h"
+
+#include <deque>
+#include <optional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
+#include "server/job_request.h"
+#include "server/proto_convert.h"
+
+namespace anisoscope::server {
+namespace {
+
+grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* context,
+                                  const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+absl::Status ValidateJobId(int64_t id) {
+  if (id <= 0) return absl::InvalidArgumentError(absl::StrCat("job id must be > 0, got ", id));
+  return absl::OkStatus();
+}
+
+// Streams one job's events. Events arrive from the runner (any thread, never blocking
+// here), are queued under `mu_` and written one at a time; StartWrite and Finish are called
+// outside the lock. Deletes itself in OnDone, after unsubscribing.
+class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, public JobWatcher {
+ public:
+  WatchJobReactor(JobRunner* runner, int64_t id) : runner_(runner), id_(id) {
+    absl::Status status = ValidateJobId(id);
+    if (status.ok()) status = runner_->Watch(id_, this);
+    if (!status.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        ending_ = true;
+        final_status_ = ToGrpcStatus(status);
+      }
+      Pump();
+    }
+  }
+
+  void OnEvent(const pb::JobEvent& event) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (ending_) return;
+      queue_.push_back(event);
+      if (event.kind() == pb::JobEvent::KIND_JOB_FINISHED) ending_ = true;
+    }
+    Pump();
+  }
+
+  void OnClosed(const absl::Status& status) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (ending_) return;
+      ending_ = true;
+      final_status_ = ToGrpcStatus(status);
+    }
+    Pump();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      queue_.pop_front();
+      if (!ok) {  // the stream is broken: stop writing, end the call
+        queue_.clear();
+        ending_ = true;
+        final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "stream broken");
+      }
+    }
+    Pump();
+  }
+
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      // Drop what is queued (the write in flight, if any, completes with ok=false).
+      while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
+      ending_ = true;
+      final_status_ = grpc::Status::CANCELLED;
+    }
+    Pump();
+  }
+
+  void OnDone() override {
+    runner_->Unwatch(id_, this);
+    delete this;
+  }
+
+ private:
+  // Starts the next write, or finishes once everything queued is written.
+  void Pump() {
+    const pb::JobEvent* next = nullptr;
+    std::optional<grpc::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_ || finished_) return;
+      if (!queue_.empty()) {
+        writing_ = true;
+        next = &queue_.front();  // stable until popped in OnWriteDone
+      } else if (ending_) {
+        finished_ = true;
+        finish = final_status_;
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+    if (finish.has_value()) Finish(*finish);
+  }
+
+  JobRunner* const runner_;
+  const int64_t id_;
+  absl::Mutex mu_;
+  std::deque<pb::JobEvent> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;    // no more events will be queued
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
+                                                    const pb::SubmitJobRequest* request,
+                                                    pb::Job* response) {
+  absl::StatusOr<storage::JobSpec> spec = JobSpecFromRequest(*request, *policy_);
+  if (!spec.ok()) return Respond(context, spec.status());
+  absl::StatusOr<storage::JobRecord> job = runner_->Submit(*spec);
+  if (job.ok()) ToProto(*job, response);
+  return Respond(context, job.status());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
+                                                 const pb::GetJobRequest* request,
+                                                 pb::Job* response) {
+  if (absl::Status status = ValidateJobId(request->id()); !status.ok()) {
+    return Respond(context, status);
+  }
+  absl::StatusOr<storage::JobRecord> job = runner_->Get(request->id());
+  if (job.ok()) ToProto(*job, response);
+  return Respond(context, job.status());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
+                                                   const pb::ListJobsRequest* request,
+                                                   pb::ListJobsResponse* response) {
+  if (request->limit() < 0) {
+    return Respond(context, absl::InvalidArgumentError(
+                                absl::StrCat("limit must be >= 0, got ", request->limit())));
+  }
+  absl::StatusOr<std::vector<storage::JobRecord>> jobs =
+      runner_->List(request->limit() == 0 ? 100 : request->limit());
+  if (jobs.ok()) {
+    for (const storage::JobRecord& job : *jobs) ToProto(job, response->add_jobs());
+  }
+  return Respond(context, jobs.status());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
+                                                    const pb::CancelJobRequest* request,
+                                                    pb::Job* response) {
+  if (absl::Status status = ValidateJobId(request->id()); !status.ok()) {
+    return Respond(context, status);
+  }
+  absl::StatusOr<storage::JobRecord> job = runner_->Cancel(request->id());
+  if (job.ok()) ToProto(*job, response);
+  return Respond(context, job.status());
+}
+
+grpc::ServerWriteReactor<pb::JobEvent>* JobServiceImpl::WatchJob(
+    grpc::CallbackServerContext* /*context*/, const pb::WatchJobRequest* request) {
+  return new WatchJobReactor(runner_, request->id());
+}
+
+}  // namespace anisoscope::server

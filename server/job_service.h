@@ -1,0 +1,41 @@
+// JobService adapter: validates requests, calls the JobRunner, maps the status.
+//
+// Callback API; handlers never wait for extraction (they do short store and file-system
+// reads). WatchJob streams through a write reactor that queues events and writes them one
+// at a time. `runner` and `policy` are not owned and outlive the grpc::Server.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "anisoscope/v1/anisoscope.grpc.pb.h"
+#include "common/path_policy.h"
+#include "server/job_runner.h"
+
+namespace anisoscope::server {
+
+class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
+ public:
+  JobServiceImpl(JobRunner* runner, const PathPolicy* policy)
+      : runner_(runner), policy_(policy) {}
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const ::anisoscope::v1::SubmitJobRequest* request,
+                                      ::anisoscope::v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const ::anisoscope::v1::GetJobRequest* request,
+                                   ::anisoscope::v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const ::anisoscope::v1::ListJobsRequest* request,
+                                     ::anisoscope::v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const ::anisoscope::v1::CancelJobRequest* request,
+                                      ::anisoscope::v1::Job* response) override;
+  grpc::ServerWriteReactor<::anisoscope::v1::JobEvent>* WatchJob(
+      grpc::CallbackServerContext* context, const ::anisoscope::v1::WatchJobRequest* request) override;
+
+ private:
+  JobRunner* const runner_;
+  const PathPolicy* const policy_;
+};
+
+}  // namespace anisoscope::server

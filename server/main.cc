@@ -1,0 +1,63 @@
+// anisoscope-server: serves JobService and QueryService until SIGTERM or SIGINT.
+#include <signal.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "analysis/extractor.h"
+#include "common/logging.h"
+#include "server/anisoscope_server.h"
+#include "server/server_options.h"
+
+namespace {
+
+constexpr char kProgram[] = "anisoscope-server";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using anisoscope::server::AnisoscopeServer;
+  absl::StatusOr<anisoscope::server::ServerOptions> options =
+      anisoscope::server::ParseServerOptions(argc, argv);
+  if (!options.ok()) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (options->help) {
+    std::cout << anisoscope::server::ServerUsage();
+    return 0;
+  }
+  if (absl::Status status = anisoscope::SetUpLogging(options->log_level); !status.ok()) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, std::string(status.message()).c_str());
+    return 2;
+  }
+
+  // Block the stop signals in every thread (threads inherit the mask); main waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const anisoscope::analysis::TorchExtractorOptions extractor_options = options->extractor;
+  absl::StatusOr<std::unique_ptr<AnisoscopeServer>> server = AnisoscopeServer::Create(
+      *options, [extractor_options] {
+        return anisoscope::analysis::CreateTorchExtractor(extractor_options);
+      });
+  if (!server.ok()) {
+    spdlog::error("cannot start: {}", server.status().ToString());
+    std::fprintf(stderr, "%s: %s\n", kProgram, std::string(server.status().message()).c_str());
+    return 1;
+  }
+  std::cout << "listening on " << (*server)->address() << std::endl;
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("received {}; draining", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Shutdown(absl::Seconds(10));
+  server->reset();
+  spdlog::info("bye");
+  return 0;
+}

@@ -1,0 +1,237 @@
+#include "server/proto_convert.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace anisoscope::server {
+
+pb::JobState ToProto(storage::JobState state) {
+  switch (state) {
+    case storage::JobState::kQueued:
+      return pb::JOB_STATE_QUEUED;
+    case storage::JobState::kRunning:
+      return pb::JOB_STATE_RUNNING;
+    case storage::JobState::kSucceeded:
+      return pb::JOB_STATE_SUCCEEDED;
+    case storage::JobState::kFailed:
+      return pb::JOB_STATE_FAILED;
+    case storage::JobState::kCancelled:
+      return pb::JOB_STATE_CANCELLED;
+  }
+  return pb::JOB_STATE_UNSPECIFIED;
+}
+
+pb::StepState ToProto(storage::StepState state) {
+  switch (state) {
+    case storage::StepState::kPending:
+      return pb::STEP_STATE_PENDING;
+    case storage::StepState::kRunning:
+      return pb::STEP_STATE_RUNNING;
+    case storage::StepState::kDone:
+      return pb::STEP_STATE_DONE;
+    case storage::StepState::kSkipped:
+      return pb::STEP_STATE_SKIPPED;
+    case storage::StepState::kFailed:
+      return pb::STEP_STATE_FAILED;
+    case storage::StepState::kCancelled:
+      return pb::STEP_STATE_CANCELLED;
+  }
+  return pb::STEP_STATE_UNSPECIFIED;
+}
+
+void ToProto(const storage::JobCheckpoint& checkpoint, pb::CheckpointStatus* out) {
+  out->set_step(checkpoint.step);
+  out->set_path(checkpoint.path);
+  out->set_size_bytes(checkpoint.size_bytes);
+  out->set_state(ToProto(checkpoint.state));
+  out->set_error(checkpoint.error);
+  out->set_probe_id(checkpoint.probe_id);
+  out->set_seconds(checkpoint.seconds);
+}
+
+void ToProto(const storage::JobRecord& job, pb::Job* out) {
+  out->Clear();
+  out->set_id(job.id);
+  out->set_run(job.spec.run);
+  out->set_state(ToProto(job.state));
+  *out->mutable_probe() = ProbeSpecToProto(job.spec);
+  out->set_force(job.spec.force);
+  int finished = 0;
+  for (const storage::JobCheckpoint& checkpoint : job.checkpoints) {
+    ToProto(checkpoint, out->add_checkpoints());
+    if (checkpoint.state != storage::StepState::kPending &&
+        checkpoint.state != storage::StepState::kRunning) {
+      ++finished;
+    }
+  }
+  out->set_error(job.error);
+  out->set_created_at(job.created_at);
+  out->set_updated_at(job.updated_at);
+  out->set_steps_total(static_cast<int32_t>(job.checkpoints.size()));
+  out->set_steps_finished(finished);
+}
+
+void ToProto(const storage::RunInfo& run, pb::Run* out) {
+  out->set_name(run.name);
+  out->set_model_family(run.model_family);
+  out->set_num_layers(run.num_layers);
+  out->set_num_heads(run.num_heads);
+  out->set_head_dim(run.head_dim);
+  for (const storage::ProbeInfo& probe : run.probes) {
+    pb::Probe* p = out->add_probes();
+    p->set_id(probe.id);
+    p->set_description(probe.description);
+    p->set_num_samples(probe.num_samples);
+    p->set_num_tokens(probe.num_tokens);
+  }
+  for (int64_t step : run.steps) out->add_steps(step);
+  out->set_created_at(run.created_at);
+}
+
+void ToProto(const storage::SeriesResult& result, const std::string& metric,
+             pb::QuerySeriesResponse* out) {
+  out->set_probe_id(result.probe_id);
+  out->set_metric(metric);
+  out->mutable_points()->Reserve(static_cast<int>(result.points.size()));
+  for (const storage::SeriesPoint& point : result.points) {
+    pb::SeriesPoint* p = out->add_points();
+    p->set_step(point.step);
+    p->set_layer(point.layer);
+    p->set_head(point.head);
+    p->set_value(point.value);
+  }
+}
+
+void ToProto(const storage::VectorResult& result, pb::QueryVectorsResponse* out) {
+  out->set_probe_id(result.probe_id);
+  for (const storage::VectorPoint& point : result.points) {
+    pb::VectorPoint* p = out->add_points();
+    p->set_step(point.step);
+    p->mutable_values()->Add(point.values.begin(), point.values.end());
+  }
+}
+
+pb::ProbeSpec ProbeSpecToProto(const storage::JobSpec& spec) {
+  pb::ProbeSpec probe;
+  if (spec.probe_source == "tokens") probe.set_source(pb::PROBE_SOURCE_TOKENS);
+  if (spec.probe_source == "text") probe.set_source(pb::PROBE_SOURCE_TEXT);
+  probe.set_path(spec.probe_path);
+  if (spec.probe_mode == "windows") probe.set_mode(pb::PROBE_MODE_WINDOWS);
+  if (spec.probe_mode == "lines") probe.set_mode(pb::PROBE_MODE_LINES);
+  probe.set_samples(spec.samples);
+  probe.set_seq_len(spec.seq_len);
+  return probe;
+}
+
+absl::Status ProbeSpecFromProto(const pb::ProbeSpec& probe, storage::JobSpec* spec) {
+  switch (probe.source()) {
+    case pb::PROBE_SOURCE_TOKENS:
+      spec->probe_source = "tokens";
+      break;
+    case pb::PROBE_SOURCE_TEXT:
+      spec->probe_source = "text";
+      break;
+    default:
+      return absl::InvalidArgumentError("probe.source must be TOKENS or TEXT");
+  }
+  switch (probe.mode()) {
+    case pb::PROBE_MODE_UNSPECIFIED:
+    case pb::PROBE_MODE_WINDOWS:
+      spec->probe_mode = "windows";
+      break;
+    case pb::PROBE_MODE_LINES:
+      spec->probe_mode = "lines";
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unknown probe.mode ", probe.mode()));
+  }
+  if (probe.samples() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("probe.samples must be >= 0, got ", probe.samples()));
+  }
+  if (probe.seq_len() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("probe.seq_len must be >= 0, got ", probe.seq_len()));
+  }
+  spec->samples = probe.samples() == 0 ? 128 : probe.samples();
+  spec->seq_len = probe.seq_len();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<analysis::ProbeSpec> ToAnalysisProbeSpec(const storage::JobSpec& spec) {
+  analysis::ProbeSpec probe;
+  if (spec.probe_source == "tokens") {
+    probe.source = analysis::ProbeSource::kTokens;
+  } else if (spec.probe_source == "text") {
+    probe.source = analysis::ProbeSource::kText;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown probe source '", spec.probe_source, "'"));
+  }
+  if (spec.probe_mode == "windows" || spec.probe_mode.empty()) {
+    probe.mode = analysis::TextMode::kWindows;
+  } else if (spec.probe_mode == "lines") {
+    probe.mode = analysis::TextMode::kLines;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown probe mode '", spec.probe_mode, "'"));
+  }
+  probe.file = spec.probe_path;
+  probe.samples = spec.samples;
+  probe.seq_len = spec.seq_len;
+  return probe;
+}
+
+storage::SeriesQuery FromProto(const pb::QuerySeriesRequest& request) {
+  storage::SeriesQuery query;
+  query.run = request.run();
+  query.probe_id = request.probe_id();
+  query.metric = request.metric();
+  if (request.has_layer()) query.layer = request.layer();
+  if (request.has_head()) query.head = request.head();
+  if (request.has_from_step()) query.from_step = request.from_step();
+  if (request.has_to_step()) query.to_step = request.to_step();
+  return query;
+}
+
+storage::VectorQuery FromProto(const pb::QueryVectorsRequest& request) {
+  storage::VectorQuery query;
+  query.run = request.run();
+  query.probe_id = request.probe_id();
+  query.kind = request.kind();
+  query.layer = request.layer();
+  query.head = request.head();
+  if (request.has_from_step()) query.from_step = request.from_step();
+  if (request.has_to_step()) query.to_step = request.to_step();
+  return query;
+}
+
+storage::StepResult ToStepResult(const std::string& run, int64_t step,
+                                 const std::string& checkpoint_path, int64_t checkpoint_bytes,
+                                 const analysis::Probe& probe,
+                                 const analysis::CheckpointMetrics& metrics) {
+  storage::StepResult result;
+  result.run = run;
+  result.probe.id = probe.id;
+  result.probe.description = probe.description;
+  result.probe.num_samples = metrics.num_samples;
+  result.probe.num_tokens = metrics.num_tokens;
+  result.step = step;
+  result.checkpoint_path = checkpoint_path;
+  result.checkpoint_bytes = checkpoint_bytes;
+  result.model_family = metrics.shape.family;
+  result.num_layers = metrics.shape.num_layers;
+  result.num_heads = metrics.shape.num_heads;
+  result.head_dim = metrics.shape.head_dim;
+  result.seconds = metrics.seconds;
+  analysis::ForEachScalar(metrics,
+                          [&](std::string_view name, int layer, int head, double value) {
+                            result.scalars.push_back({std::string(name), layer, head, value});
+                          });
+  result.vectors.reserve(metrics.heads.size() * 2);
+  for (const analysis::HeadMetrics& head : metrics.heads) {
+    result.vectors.push_back({"q_mean", head.layer, head.head, head.q_mean});
+    result.vectors.push_back({"k_mean", head.layer, head.head, head.k_mean});
+  }
+  return result;
+}
+
+}  // namespace anisoscope::server

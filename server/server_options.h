@@ -1,0 +1,38 @@
+// ServerOptions: everything anisoscope-server is configured with; one field per flag.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/extractor.h"
+
+namespace anisoscope::server {
+
+struct ServerOptions {
+  // --listen: HOST:PORT to serve on; port 0 picks a free port.
+  std::string listen = "127.0.0.1:50051";
+  // --db: SQLite database file; created when missing.
+  std::string db = "./anisoscope.db";
+  // --allow-root (repeatable, at least one): directories checkpoints and probes may be read
+  // from.
+  std::vector<std::string> allow_roots;
+  // --workers: extraction worker threads, each with its own extractor.
+  int workers = 1;
+  // --device, --dtype, --threads, --batch-size: how each worker's extractor runs.
+  analysis::TorchExtractorOptions extractor;
+  // --log-level: trace, debug, info, warn, error.
+  std::string log_level = "info";
+  // --help: print the usage text and exit 0.
+  bool help = false;
+};
+
+// Parses argv (argv[0] is skipped). Accepts `--flag value` and `--flag=value`.
+// INVALID_ARGUMENT with a one-line message for an unknown flag, a missing or malformed
+// value, or a missing --allow-root (unless --help).
+absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* argv);
+
+// The --help text, listing every flag with its default.
+std::string ServerUsage();
+
+}  // namespace anisoscope::server

@@ -1,0 +1,213 @@
+#include "storage/job_table.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace anisoscope::storage {
+namespace {
+
+using nlohmann::json;
+
+absl::Status JobNotFound(int64_t id) {
+  return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+}
+
+absl::Status BumpUpdatedAt(SqliteDb* db, int64_t id) {
+  ASSIGN_OR_RETURN(
+      Statement update,
+      db->Prepare(absl::StrCat("UPDATE jobs SET updated_at = ", kNowSql, " WHERE id = ?")));
+  RETURN_IF_ERROR(update.BindAll(id));
+  RETURN_IF_ERROR(update.Run());
+  if (db->Changes() == 0) return JobNotFound(id);
+  return absl::OkStatus();
+}
+
+// The job row at the statement's current position: id, spec_json, state, error,
+// created_at, updated_at.
+absl::StatusOr<JobRecord> JobFromRow(const Statement& row) {
+  JobRecord job;
+  job.id = row.ColumnInt64(0);
+  auto spec = JobSpecFromJson(row.ColumnText(1));
+  if (!spec.ok()) {
+    return absl::DataLossError(absl::StrCat("job ", job.id, ": ", spec.status().message()));
+  }
+  job.spec = *std::move(spec);
+  const std::string state = row.ColumnText(2);
+  const std::optional<JobState> parsed = ParseJobState(state);
+  if (!parsed) return absl::DataLossError(absl::StrCat("job ", job.id, ": bad state ", state));
+  job.state = *parsed;
+  job.error = row.ColumnText(3);
+  job.created_at = row.ColumnText(4);
+  job.updated_at = row.ColumnText(5);
+  return job;
+}
+
+absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
+  ASSIGN_OR_RETURN(
+      Statement select,
+      db->Prepare("SELECT step, path, size_bytes, state, error, probe_id, seconds FROM checkpoints "
+                  "WHERE job_id = ? ORDER BY step"));
+  RETURN_IF_ERROR(select.BindAll(job->id));
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    JobCheckpoint& checkpoint = job->checkpoints.emplace_back();
+    checkpoint.step = select.ColumnInt64(0);
+    checkpoint.path = select.ColumnText(1);
+    checkpoint.size_bytes = select.ColumnInt64(2);
+    const std::string state = select.ColumnText(3);
+    const std::optional<StepState> parsed = ParseStepState(state);
+    if (!parsed) {
+      return absl::DataLossError(
+          absl::StrCat("job ", job->id, " step ", checkpoint.step, ": bad state ", state));
+    }
+    checkpoint.state = *parsed;
+    checkpoint.error = select.ColumnText(4);
+    checkpoint.probe_id = select.ColumnText(5);
+    checkpoint.seconds = select.ColumnDouble(6);
+  }
+  return absl::OkStatus();
+}
+
+constexpr char kSelectJobs[] =
+    "SELECT id, spec_json, state, error, created_at, updated_at FROM jobs ";
+
+}  // namespace
+
+std::string JobSpecToJson(const JobSpec& spec) {
+  json checkpoints = json::array();
+  for (const CheckpointSpec& checkpoint : spec.checkpoints) {
+    checkpoints.push_back({{"step", checkpoint.step}, {"path", checkpoint.path}});
+  }
+  const json out = {{"run", spec.run},
+                    {"probe_source", spec.probe_source},
+                    {"probe_path", spec.probe_path},
+                    {"probe_mode", spec.probe_mode},
+                    {"samples", spec.samples},
+                    {"seq_len", spec.seq_len},
+                    {"force", spec.force},
+                    {"checkpoints", std::move(checkpoints)}};
+  return out.dump();
+}
+
+absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& text) {
+  try {
+    const json in = json::parse(text);
+    JobSpec spec;
+    spec.run = in.value("run", "");
+    spec.probe_source = in.value("probe_source", "");
+    spec.probe_path = in.value("probe_path", "");
+    spec.probe_mode = in.value("probe_mode", "");
+    spec.samples = in.value("samples", spec.samples);
+    spec.seq_len = in.value("seq_len", spec.seq_len);
+    spec.force = in.value("force", false);
+    for (const json& checkpoint : in.value("checkpoints", json::array())) {
+      spec.checkpoints.push_back(
+          {checkpoint.at("step").get<int64_t>(), checkpoint.at("path").get<std::string>()});
+    }
+    return spec;
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed job spec JSON: ", e.what()));
+  }
+}
+
+absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec) {
+  if (spec.run.empty()) return absl::InvalidArgumentError("job spec has an empty run name");
+  ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
+  ASSIGN_OR_RETURN(Statement insert,
+                   db->Prepare(absl::StrCat(
+                       "INSERT INTO jobs (run, spec_json, state, error, created_at, updated_at) "
+                       "VALUES (?, ?, 'queued', '', ",
+                       kNowSql, ", ", kNowSql, ")")));
+  RETURN_IF_ERROR(insert.BindAll(spec.run, JobSpecToJson(spec)));
+  RETURN_IF_ERROR(insert.Run());
+  const int64_t id = db->LastInsertRowId();
+
+  ASSIGN_OR_RETURN(
+      Statement checkpoint,
+      db->Prepare(
+          "INSERT INTO checkpoints (job_id, step, path, state) VALUES (?, ?, ?, 'pending')"));
+  for (const CheckpointSpec& spec_checkpoint : spec.checkpoints) {
+    checkpoint.Reset();
+    RETURN_IF_ERROR(checkpoint.BindAll(id, spec_checkpoint.step, spec_checkpoint.path));
+    const absl::Status status = checkpoint.Run();
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("checkpoint at step ", spec_checkpoint.step,
+                                                      " (listed twice?): ", status.message()));
+    }
+  }
+  RETURN_IF_ERROR(transaction.Commit());
+  return id;
+}
+
+absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id) {
+  ASSIGN_OR_RETURN(Statement select, db->Prepare(absl::StrCat(kSelectJobs, "WHERE id = ?")));
+  RETURN_IF_ERROR(select.BindAll(id));
+  ASSIGN_OR_RETURN(const bool found, select.Step());
+  if (!found) return JobNotFound(id);
+  ASSIGN_OR_RETURN(JobRecord job, JobFromRow(select));
+  RETURN_IF_ERROR(LoadCheckpoints(db, &job));
+  return job;
+}
+
+absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit) {
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare(absl::StrCat(kSelectJobs, "ORDER BY id DESC LIMIT ?")));
+  RETURN_IF_ERROR(select.BindAll(limit > 0 ? static_cast<int64_t>(limit) : int64_t{-1}));
+  std::vector<JobRecord> jobs;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    ASSIGN_OR_RETURN(JobRecord job, JobFromRow(select));
+    jobs.push_back(std::move(job));
+  }
+  for (JobRecord& job : jobs) RETURN_IF_ERROR(LoadCheckpoints(db, &job));
+  return jobs;
+}
+
+absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db) {
+  ASSIGN_OR_RETURN(
+      Statement select,
+      db->Prepare("SELECT id FROM jobs WHERE state IN ('queued', 'running') ORDER BY id"));
+  std::vector<int64_t> ids;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    ids.push_back(select.ColumnInt64(0));
+  }
+  return ids;
+}
+
+absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error) {
+  ASSIGN_OR_RETURN(Statement update,
+                   db->Prepare(absl::StrCat("UPDATE jobs SET state = ?, error = ?, updated_at = ",
+                                            kNowSql, " WHERE id = ?")));
+  RETURN_IF_ERROR(update.BindAll(JobStateName(state), error, id));
+  RETURN_IF_ERROR(update.Run());
+  if (db->Changes() == 0) return JobNotFound(id);
+  return absl::OkStatus();
+}
+
+absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint) {
+  ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
+  ASSIGN_OR_RETURN(
+      Statement update,
+      db->Prepare(
+          "UPDATE checkpoints SET state = ?, error = ?, probe_id = ?, seconds = ?, size_bytes = ? "
+          "WHERE job_id = ? AND step = ?"));
+  RETURN_IF_ERROR(update.BindAll(StepStateName(checkpoint.state), checkpoint.error,
+                                 checkpoint.probe_id, checkpoint.seconds, checkpoint.size_bytes,
+                                 job_id, checkpoint.step));
+  RETURN_IF_ERROR(update.Run());
+  if (db->Changes() == 0) {
+    RETURN_IF_ERROR(GetJobFromDb(db, job_id).status());
+    return absl::NotFoundError(
+        absl::StrCat("job ", job_id, " has no checkpoint at step ", checkpoint.step));
+  }
+  RETURN_IF_ERROR(BumpUpdatedAt(db, job_id));
+  return transaction.Commit();
+}
+
+}  // namespace anisoscope::storage

@@ -1,0 +1,36 @@
+// Jobs in SQL: the `jobs` table (spec as JSON, state, error) and the `checkpoints` table
+// (one row per checkpoint of a job).
+//
+// Free functions over one SqliteDb; not thread-safe (the caller serializes). Every call
+// blocks on SQLite I/O. Timestamps are ISO 8601 UTC with a 'Z'.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/sqlite_db.h"
+#include "storage/types.h"
+
+namespace anisoscope::storage {
+
+// The spec as stored in jobs.spec_json, and back (INVALID_ARGUMENT on malformed JSON).
+std::string JobSpecToJson(const JobSpec& spec);
+absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& json);
+
+// Inserts a queued job and its checkpoints (pending, size 0) in one transaction.
+// INVALID_ARGUMENT for an empty run or a step listed twice.
+absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec);
+// NOT_FOUND "job 42 not found".
+absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id);
+// Most recent first; `limit` <= 0 means all.
+absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit);
+// Queued or running jobs, oldest first.
+absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
+// NOT_FOUND for an unknown job or step. Both bump the job's updated_at.
+absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error);
+absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint);
+
+}  // namespace anisoscope::storage

@@ -1,0 +1,201 @@
+// ListRunsInDb, QuerySeriesInDb and QueryVectorsInDb (declared in storage/result_tables.h).
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "storage/result_tables.h"
+
+namespace anisoscope::storage {
+namespace {
+
+// Errors list known names only while the list stays readable.
+constexpr size_t kMaxListedNames = 20;
+
+std::string ListNames(const std::vector<std::string>& names) {
+  if (names.empty()) return "none";
+  if (names.size() > kMaxListedNames) return absl::StrCat(names.size(), " stored");
+  return absl::StrJoin(names, ", ");
+}
+
+// The first column of every row of `sql` bound to `args`.
+template <typename... Args>
+absl::StatusOr<std::vector<std::string>> TextColumn(SqliteDb* db, const char* sql,
+                                                    const Args&... args) {
+  ASSIGN_OR_RETURN(Statement select, db->Prepare(sql));
+  RETURN_IF_ERROR(select.BindAll(args...));
+  std::vector<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    out.push_back(select.ColumnText(0));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> RunId(SqliteDb* db, const std::string& run) {
+  ASSIGN_OR_RETURN(Statement select, db->Prepare("SELECT id FROM runs WHERE name = ?"));
+  RETURN_IF_ERROR(select.BindAll(run));
+  ASSIGN_OR_RETURN(const bool found, select.Step());
+  if (found) return select.ColumnInt64(0);
+  ASSIGN_OR_RETURN(const std::vector<std::string> runs,
+                   TextColumn(db, "SELECT name FROM runs ORDER BY name"));
+  return absl::NotFoundError(
+      absl::StrCat("run '", run, "' not found; known runs: ", ListNames(runs)));
+}
+
+// `probe_id`, or the run's only probe when empty.
+absl::StatusOr<std::string> ResolveProbe(SqliteDb* db, int64_t run_id, const std::string& run,
+                                         const std::string& probe_id) {
+  ASSIGN_OR_RETURN(
+      const std::vector<std::string> probes,
+      TextColumn(db, "SELECT DISTINCT probe_id FROM steps WHERE run_id = ? ORDER BY probe_id",
+                 run_id));
+  if (probe_id.empty()) {
+    if (probes.size() == 1) return probes[0];
+    if (probes.empty()) return absl::NotFoundError(absl::StrCat("run '", run, "' has no steps"));
+    return absl::FailedPreconditionError(absl::StrCat("run '", run, "' has several probes (",
+                                                      absl::StrJoin(probes, ", "),
+                                                      "); name one with a probe id"));
+  }
+  for (const std::string& probe : probes) {
+    if (probe == probe_id) return probe;
+  }
+  return absl::NotFoundError(absl::StrCat("probe '", probe_id, "' not found for run '", run,
+                                          "'; its probes: ", ListNames(probes)));
+}
+
+int64_t FromStep(const std::optional<int64_t>& step) {
+  return step.value_or(std::numeric_limits<int64_t>::min());
+}
+
+int64_t ToStep(const std::optional<int64_t>& step) {
+  return step.value_or(std::numeric_limits<int64_t>::max());
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db) {
+  ASSIGN_OR_RETURN(
+      Statement runs,
+      db->Prepare(
+          "SELECT id, name, model_family, num_layers, num_heads, head_dim, created_at FROM runs "
+          "ORDER BY name"));
+  ASSIGN_OR_RETURN(
+      Statement probes,
+      db->Prepare("SELECT id, description, num_samples, num_tokens FROM probes WHERE id IN "
+                  "(SELECT probe_id FROM steps WHERE run_id = ?) ORDER BY id"));
+  ASSIGN_OR_RETURN(Statement steps,
+                   db->Prepare("SELECT DISTINCT step FROM steps WHERE run_id = ? ORDER BY step"));
+  std::vector<RunInfo> out;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, runs.Step());
+    if (!row) break;
+    const int64_t run_id = runs.ColumnInt64(0);
+    RunInfo& info = out.emplace_back();
+    info.name = runs.ColumnText(1);
+    info.model_family = runs.ColumnText(2);
+    info.num_layers = runs.ColumnInt(3);
+    info.num_heads = runs.ColumnInt(4);
+    info.head_dim = runs.ColumnInt(5);
+    info.created_at = runs.ColumnText(6);
+
+    probes.Reset();
+    RETURN_IF_ERROR(probes.BindAll(run_id));
+    while (true) {
+      ASSIGN_OR_RETURN(const bool probe_row, probes.Step());
+      if (!probe_row) break;
+      ProbeInfo& probe = info.probes.emplace_back();
+      probe.id = probes.ColumnText(0);
+      probe.description = probes.ColumnText(1);
+      probe.num_samples = probes.ColumnInt64(2);
+      probe.num_tokens = probes.ColumnInt64(3);
+    }
+    steps.Reset();
+    RETURN_IF_ERROR(steps.BindAll(run_id));
+    while (true) {
+      ASSIGN_OR_RETURN(const bool step_row, steps.Step());
+      if (!step_row) break;
+      info.steps.push_back(steps.ColumnInt64(0));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query) {
+  ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.run));
+  SeriesResult result;
+  ASSIGN_OR_RETURN(result.probe_id, ResolveProbe(db, run_id, query.run, query.probe_id));
+
+  ASSIGN_OR_RETURN(Statement metric, db->Prepare("SELECT id FROM metrics WHERE name = ?"));
+  RETURN_IF_ERROR(metric.BindAll(query.metric));
+  ASSIGN_OR_RETURN(const bool known, metric.Step());
+  if (!known) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> metrics,
+                     TextColumn(db, "SELECT name FROM metrics ORDER BY name"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown metric '", query.metric, "'; known metrics: ", ListNames(metrics)));
+  }
+  const int64_t metric_id = metric.ColumnInt64(0);
+
+  ASSIGN_OR_RETURN(
+      Statement select,
+      db->Prepare(
+          "SELECT s.step, v.layer, v.head, v.value FROM steps s "
+          "JOIN series v ON v.step_id = s.id "
+          "WHERE s.run_id = ?1 AND s.probe_id = ?2 AND s.step BETWEEN ?3 AND ?4 "
+          "AND v.metric_id = ?5 AND (?6 IS NULL OR v.layer = ?6) AND (?7 IS NULL OR v.head = ?7) "
+          "ORDER BY v.layer, v.head, s.step"));
+  RETURN_IF_ERROR(select.BindAll(run_id, result.probe_id, FromStep(query.from_step),
+                                 ToStep(query.to_step), metric_id, query.layer, query.head));
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    SeriesPoint& point = result.points.emplace_back();
+    point.step = select.ColumnInt64(0);
+    point.layer = select.ColumnInt(1);
+    point.head = select.ColumnInt(2);
+    // SQLite stores NaN as NULL.
+    point.value =
+        select.ColumnIsNull(3) ? std::numeric_limits<double>::quiet_NaN() : select.ColumnDouble(3);
+  }
+  return result;
+}
+
+absl::StatusOr<VectorResult> QueryVectorsInDb(SqliteDb* db, const VectorQuery& query) {
+  ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.run));
+  VectorResult result;
+  ASSIGN_OR_RETURN(result.probe_id, ResolveProbe(db, run_id, query.run, query.probe_id));
+
+  ASSIGN_OR_RETURN(
+      Statement select,
+      db->Prepare("SELECT s.step, v.data FROM steps s JOIN vectors v ON v.step_id = s.id "
+                  "WHERE s.run_id = ? AND s.probe_id = ? AND s.step BETWEEN ? AND ? "
+                  "AND v.kind = ? AND v.layer = ? AND v.head = ? ORDER BY s.step"));
+  RETURN_IF_ERROR(select.BindAll(run_id, result.probe_id, FromStep(query.from_step),
+                                 ToStep(query.to_step), query.kind, query.layer, query.head));
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    VectorPoint& point = result.points.emplace_back();
+    point.step = select.ColumnInt64(0);
+    ASSIGN_OR_RETURN(point.values, DecodeFloat64s(select.ColumnBlob(1)));
+  }
+  if (result.points.empty()) {
+    // Only an empty answer pays for the scan that tells an unknown kind apart.
+    ASSIGN_OR_RETURN(const std::vector<std::string> kinds,
+                     TextColumn(db, "SELECT DISTINCT kind FROM vectors ORDER BY kind"));
+    bool known = false;
+    for (const std::string& kind : kinds) known = known || kind == query.kind;
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown vector kind '", query.kind, "'; known kinds: ", ListNames(kinds)));
+    }
+  }
+  return result;
+}
+
+}  // namespace anisoscope::storage

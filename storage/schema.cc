@@ -1,0 +1,126 @@
+#include "storage/schema.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace anisoscope::storage {
+namespace {
+
+// Append only: never edit a migration that has shipped; add a new one.
+const std::vector<std::string>& Migrations() {
+  static const auto* migrations = new std::vector<std::string>{
+      // 1: results.
+      R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  model_family TEXT NOT NULL,
+  num_layers INTEGER NOT NULL,
+  num_heads INTEGER NOT NULL,
+  head_dim INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE probes (
+  id TEXT PRIMARY KEY,
+  description TEXT NOT NULL,
+  num_samples INTEGER NOT NULL,
+  num_tokens INTEGER NOT NULL
+);
+CREATE TABLE steps (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  probe_id TEXT NOT NULL REFERENCES probes(id),
+  step INTEGER NOT NULL,
+  checkpoint_path TEXT NOT NULL,
+  checkpoint_bytes INTEGER NOT NULL,
+  seconds REAL NOT NULL,
+  stored_at TEXT NOT NULL,
+  UNIQUE (run_id, probe_id, step)
+);
+CREATE TABLE metrics (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE series (
+  step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+  metric_id INTEGER NOT NULL REFERENCES metrics(id),
+  layer INTEGER NOT NULL,
+  head INTEGER NOT NULL,
+  value REAL,
+  PRIMARY KEY (step_id, metric_id, layer, head)
+) WITHOUT ROWID;
+CREATE TABLE vectors (
+  id INTEGER PRIMARY KEY,
+  step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+  kind TEXT NOT NULL,
+  layer INTEGER NOT NULL,
+  head INTEGER NOT NULL,
+  dim INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  UNIQUE (step_id, kind, layer, head)
+);
+)sql",
+      // 2: jobs and their checkpoints.
+      R"sql(
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run TEXT NOT NULL,
+  spec_json TEXT NOT NULL,
+  state TEXT NOT NULL
+    CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+  error TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX jobs_by_state ON jobs (state, id);
+CREATE TABLE checkpoints (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL
+    CHECK (state IN ('pending', 'running', 'done', 'skipped', 'failed', 'cancelled')),
+  error TEXT NOT NULL DEFAULT '',
+  probe_id TEXT NOT NULL DEFAULT '',
+  seconds REAL NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, step)
+) WITHOUT ROWID;
+)sql",
+  };
+  return *migrations;
+}
+
+}  // namespace
+
+int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+absl::Status MigrateSchema(SqliteDb* db, int target_version) {
+  const int latest = LatestSchemaVersion();
+  if (target_version < 0) target_version = latest;
+  if (target_version > latest) {
+    return absl::InvalidArgumentError(absl::StrCat("schema version ", target_version,
+                                                   " requested; this build knows up to ", latest));
+  }
+  ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
+  ASSIGN_OR_RETURN(const int64_t current, db->QueryInt64("PRAGMA user_version"));
+  if (current > latest) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database ", db->path(), " has schema version ", current,
+        ", newer than the latest this build knows (", latest, "); upgrade anisoscope to open it"));
+  }
+  if (current >= target_version) return absl::OkStatus();
+  for (int version = static_cast<int>(current) + 1; version <= target_version; ++version) {
+    const absl::Status status = db->Exec(Migrations()[version - 1]);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("schema migration to version ", version,
+                                                      " failed: ", status.message()));
+    }
+  }
+  RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA user_version = ", target_version)));
+  return transaction.Commit();
+}
+
+}  // namespace anisoscope::storage

@@ -1,0 +1,45 @@
+// SqliteMetricsStore: MetricsStore over one SQLite connection (see storage/metrics_store.h).
+//
+// Thread-safe: a mutex serializes every call on the connection. Several processes may open
+// the same file; WAL lets readers run beside one writer and writers wait up to
+// Options::busy_timeout_ms for each other.
+#pragma once
+
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "storage/metrics_store.h"
+#include "storage/sqlite_db.h"
+
+namespace anisoscope::storage {
+
+class SqliteMetricsStore : public MetricsStore {
+ public:
+  // Creates the file (and its directory) when missing and migrates the schema.
+  static absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> Create(const Options& options);
+
+  absl::StatusOr<bool> HasStep(const std::string& run, const std::string& probe_id,
+                               int64_t step) override;
+  absl::Status WriteStep(const StepResult& result, bool replace) override;
+
+  absl::StatusOr<std::vector<RunInfo>> ListRuns() override;
+  absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) override;
+  absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) override;
+
+  absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) override;
+  absl::StatusOr<JobRecord> GetJob(int64_t id) override;
+  // `limit` <= 0 lists every job.
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit) override;
+  absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() override;
+  absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
+  absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;
+
+ private:
+  explicit SqliteMetricsStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+  absl::Mutex mu_;
+  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace anisoscope::storage

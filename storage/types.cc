@@ -1,0 +1,62 @@
+#include "storage/types.h"
+
+namespace anisoscope::storage {
+namespace {
+
+constexpr JobState kJobStates[] = {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
+                                   JobState::kFailed, JobState::kCancelled};
+constexpr StepState kStepStates[] = {StepState::kPending, StepState::kRunning,
+                                     StepState::kDone,    StepState::kSkipped,
+                                     StepState::kFailed,  StepState::kCancelled};
+
+}  // namespace
+
+const char* JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+const char* StepStateName(StepState state) {
+  switch (state) {
+    case StepState::kPending:
+      return "pending";
+    case StepState::kRunning:
+      return "running";
+    case StepState::kDone:
+      return "done";
+    case StepState::kSkipped:
+      return "skipped";
+    case StepState::kFailed:
+      return "failed";
+    case StepState::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+std::optional<JobState> ParseJobState(std::string_view name) {
+  for (JobState state : kJobStates) {
+    if (name == JobStateName(state)) return state;
+  }
+  return std::nullopt;
+}
+
+std::optional<StepState> ParseStepState(std::string_view name) {
+  for (StepState state : kStepStates) {
+    if (name == StepStateName(state)) return state;
+  }
+  return std::nullopt;
+}
+
+}  // namespace anisoscope::storage

@@ -1,0 +1,121 @@
+// Bad input reaching the engine fails with a status naming the file and field.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "analysis/extractor.h"
+
+namespace anisoscope::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ExtractorErrorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* fixtures = std::getenv("ANISOSCOPE_FIXTURES");
+    source_ = fs::path(fixtures ? fixtures : "fixtures") / "bert_run" / "bin" / "step_0";
+    ASSERT_TRUE(fs::exists(source_)) << "fixture bert_run missing at " << source_;
+    dir_ = fs::temp_directory_path() /
+           (std::string("extractor_errors_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fs::copy(source_, dir_ / "ckpt");
+    auto extractor = CreateTorchExtractor(TorchExtractorOptions());
+    ASSERT_TRUE(extractor.ok()) << extractor.status();
+    extractor_ = std::move(*extractor);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path WriteProbe(const std::string& lines) {
+    const fs::path path = dir_ / "probe.jsonl";
+    std::ofstream(path) << lines;
+    return path;
+  }
+
+  absl::Status ExtractWith(const fs::path& probe_file) {
+    ProbeSpec spec;
+    spec.file = probe_file;
+    auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec);
+    if (!probe.ok()) return probe.status();
+    return extractor_->Extract(dir_ / "ckpt", *probe, {}).status();
+  }
+
+  fs::path source_;
+  fs::path dir_;
+  std::unique_ptr<Extractor> extractor_;
+};
+
+TEST_F(ExtractorErrorsTest, TokenIdOutOfVocabularyNamesSampleAndConfig) {
+  const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3]\n[2, 999999, 3]\n"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("sample 1 token 1 has id 999999"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("config.json"), std::string::npos) << status;
+}
+
+TEST_F(ExtractorErrorsTest, SeqLenBeyondModelMaximumIsRefused) {
+  ProbeSpec spec;
+  spec.file = WriteProbe("[2, 5, 3]\n");
+  spec.seq_len = 100000;
+  auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(probe.status().message().find("max_position_embeddings"), std::string::npos);
+}
+
+TEST_F(ExtractorErrorsTest, TruncatedWeightsNameTheFile) {
+  const fs::path weights = dir_ / "ckpt" / "pytorch_model.bin";
+  fs::resize_file(weights, fs::file_size(weights) / 2);
+  const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3]\n"));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("pytorch_model.bin"), std::string::npos) << status;
+}
+
+TEST_F(ExtractorErrorsTest, WrongShapeNamesTensorFileAndConfig) {
+  std::ifstream in(dir_ / "ckpt" / "config.json");
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const std::string from = "\"intermediate_size\": 256";
+  ASSERT_NE(config.find(from), std::string::npos) << config;
+  config.replace(config.find(from), from.size(), "\"intermediate_size\": 128");
+  std::ofstream(dir_ / "ckpt" / "config.json") << config;
+  const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3]\n"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("intermediate.dense.weight' in "), std::string::npos) << status;
+  EXPECT_NE(status.message().find("has shape [256, 64], expected [128, 64]"), std::string::npos)
+      << status;
+}
+
+TEST_F(ExtractorErrorsTest, UnknownFamilyListsSupportedOnes) {
+  std::ofstream(dir_ / "ckpt" / "config.json")
+      << R"({"model_type": "mamba", "max_position_embeddings": 64})";
+  const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3]\n"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("'mamba' is not supported; supported families: bert"),
+            std::string::npos)
+      << status;
+}
+
+TEST_F(ExtractorErrorsTest, MissingConfigFieldIsNamed) {
+  std::ofstream(dir_ / "ckpt" / "config.json")
+      << R"({"model_type": "bert", "max_position_embeddings": 64, "vocab_size": 10})";
+  const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3]\n"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("field 'hidden_size' is missing"), std::string::npos) << status;
+}
+
+TEST(ExtractorOptionsTest, BadDeviceAndDtypeAreRefused) {
+  TorchExtractorOptions options;
+  options.device = "tpu:3";
+  EXPECT_EQ(CreateTorchExtractor(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.device = "cpu";
+  options.dtype = "int8";
+  EXPECT_EQ(CreateTorchExtractor(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace anisoscope::analysis

@@ -1,0 +1,180 @@
+// BuildTextProbe: windows and lines from small temp files, and from wikitext-2.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "analysis/probe/probe.h"
+#include "analysis/tokenizer/wordpiece_tokenizer.h"
+#include "gtest/gtest.h"
+
+namespace anisoscope::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+using Samples = std::vector<std::vector<int64_t>>;
+
+// Ids: [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 the=4 cat=5 sat=6 on=7 mat=8 .=9 dog=10 ran=11.
+constexpr char kVocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\ncat\nsat\non\nmat\n.\ndog\nran\n";
+// 10 tokens: the cat sat | on the mat . | the dog ran (blank and whitespace lines between).
+constexpr char kText[] = "the cat sat\n\non the mat .\n  \t \nThe dog ran\n";
+
+class TextProbeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("text_probe_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "vocab.txt", std::ios::binary) << kVocab;
+    auto tokenizer = WordPieceTokenizer::Create(dir_ / "vocab.txt", {});
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    tokenizer_ = *std::move(tokenizer);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path Write(const std::string& contents) {
+    const fs::path path = dir_ / "corpus.txt";
+    std::ofstream(path, std::ios::binary) << contents;
+    return path;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<WordPieceTokenizer> tokenizer_;
+};
+
+TEST_F(TextProbeTest, WindowsCutTheWholeTokenStreamAcrossLines) {
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 128, 5);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples,
+            (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}, {2, 9, 4, 10, 3}, {2, 11, 3}}));
+  EXPECT_EQ(probe->description, "text corpus.txt windows 4x5");
+  EXPECT_EQ(probe->id, ComputeProbeId(probe->samples));
+  EXPECT_EQ(probe->num_tokens(), 18);
+  EXPECT_EQ(probe->max_length(), 5);
+}
+
+TEST_F(TextProbeTest, WindowsStopAtMaxSamples) {
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 2, 5);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}}));
+  EXPECT_EQ(probe->description, "text corpus.txt windows 2x5");
+}
+
+TEST_F(TextProbeTest, WindowsThatFillExactlyLeaveNoEmptyTail) {
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("the cat sat on the mat\n"), *tokenizer_, TextMode::kWindows, 128, 5);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}}));
+}
+
+TEST_F(TextProbeTest, ShortTextGivesOneShortWindow) {
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("the cat"), *tokenizer_, TextMode::kWindows, 128, 512);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 3}}));
+}
+
+TEST_F(TextProbeTest, CrLfTextGivesTheSameWindowsAsLf) {
+  std::string crlf;
+  for (const char c : std::string(kText))
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  absl::StatusOr<Probe> lf = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 8, 4);
+  ASSERT_TRUE(lf.ok()) << lf.status();
+  absl::StatusOr<Probe> dos = BuildTextProbe(Write(crlf), *tokenizer_, TextMode::kWindows, 8, 4);
+  ASSERT_TRUE(dos.ok()) << dos.status();
+  EXPECT_EQ(dos->samples, lf->samples);
+  EXPECT_EQ(dos->id, lf->id);
+}
+
+TEST_F(TextProbeTest, LinesGiveOneTruncatedSamplePerNonEmptyLine) {
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kLines, 128, 4);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 3}, {2, 7, 4, 3}, {2, 4, 10, 3}}));
+  EXPECT_EQ(probe->description, "text corpus.txt lines 3x4");
+}
+
+TEST_F(TextProbeTest, LinesKeepShortLinesWhole) {
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(kText), *tokenizer_, TextMode::kLines, 128, 512);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 9, 3}, {2, 4, 10, 11, 3}}));
+}
+
+TEST_F(TextProbeTest, LinesStopAtMaxSamplesAndSkipTokenlessLines) {
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write("\u200b\x07\nthe dog\nthe cat\n"), *tokenizer_,
+                                               TextMode::kLines, 1, 512);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{2, 4, 10, 3}}));
+  EXPECT_EQ(probe->description, "text corpus.txt lines 1x512");
+}
+
+TEST_F(TextProbeTest, SeqLenBelowThreeIsInvalid) {
+  for (const TextMode mode : {TextMode::kWindows, TextMode::kLines}) {
+    absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, mode, 128, 2);
+    ASSERT_FALSE(probe.ok());
+    EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(probe.status().message().find("seq_len"), std::string::npos);
+  }
+  EXPECT_TRUE(BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 128, 3).ok());
+}
+
+TEST_F(TextProbeTest, NonPositiveSamplesIsInvalid) {
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kLines, 0, 8);
+  ASSERT_FALSE(probe.ok());
+  EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(probe.status().message().find("samples"), std::string::npos);
+}
+
+TEST_F(TextProbeTest, MissingFileIsNotFoundAndNamesTheFile) {
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(dir_ / "absent.txt", *tokenizer_, TextMode::kWindows, 128, 8);
+  ASSERT_FALSE(probe.ok());
+  EXPECT_EQ(probe.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(probe.status().message().find("absent.txt"), std::string::npos);
+}
+
+TEST_F(TextProbeTest, FileWithoutTokensIsAnError) {
+  for (const char* contents : {"", "\n\n  \r\n", "\u200b\n"}) {
+    for (const TextMode mode : {TextMode::kWindows, TextMode::kLines}) {
+      absl::StatusOr<Probe> probe = BuildTextProbe(Write(contents), *tokenizer_, mode, 128, 8);
+      ASSERT_FALSE(probe.ok()) << '"' << contents << '"';
+      EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(probe.status().message().find("corpus.txt"), std::string::npos);
+    }
+  }
+}
+
+TEST(WikitextProbeTest, PaperProbeIs128FullWindowsOf512) {
+  const char* shared = std::getenv("ANISOSCOPE_SHARED_DATA");
+  if (shared == nullptr || *shared == '\0') {
+    GTEST_SKIP() << "ANISOSCOPE_SHARED_DATA is not set; skipping the wikitext-2 probe";
+  }
+  const fs::path vocab = fs::path(shared) / "tokenizers" / "bert-base-uncased" / "vocab.txt";
+  const fs::path text = fs::path(shared) / "corpora" / "wikitext-2" / "wiki.test.raw";
+  if (!fs::exists(vocab) || !fs::exists(text)) {
+    GTEST_SKIP() << "bert-base-uncased vocab or wikitext-2 missing under " << shared;
+  }
+  auto tokenizer = WordPieceTokenizer::Create(vocab, {});
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  absl::StatusOr<Probe> probe = BuildTextProbe(text, **tokenizer, TextMode::kWindows, 128, 512);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  ASSERT_EQ(probe->samples.size(), 128u);
+  for (const auto& sample : probe->samples) {
+    ASSERT_EQ(sample.size(), 512u);
+    EXPECT_EQ(sample.front(), 101);
+    EXPECT_EQ(sample.back(), 102);
+  }
+  // " = Robert Boulter = " opens the test set.
+  EXPECT_EQ(std::vector<int64_t>(probe->samples[0].begin(), probe->samples[0].begin() + 7),
+            (std::vector<int64_t>{101, 1027, 2728, 8945, 11314, 2121, 1027}));
+  EXPECT_EQ(probe->description, "text wiki.test.raw windows 128x512");
+  EXPECT_EQ(probe->num_tokens(), 128 * 512);
+}
+
+}  // namespace
+}  // namespace anisoscope::analysis

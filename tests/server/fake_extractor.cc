@@ -1,0 +1,165 @@
+#include "tests/server/fake_extractor.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace anisoscope::server::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+analysis::CheckpointMetrics FakeMetricsFor(const fs::path& checkpoint_dir) {
+  const double seed = static_cast<double>(Fnv1a(checkpoint_dir.filename().string()) % 1000) / 1000;
+  analysis::CheckpointMetrics metrics;
+  metrics.shape.family = "bert";
+  metrics.shape.num_layers = 2;
+  metrics.shape.num_heads = 2;
+  metrics.shape.head_dim = 4;
+  metrics.shape.hidden_size = 8;
+  metrics.num_samples = 3;
+  metrics.num_tokens = 21;
+  for (int layer = 0; layer < 2; ++layer) {
+    for (int head = 0; head < 2; ++head) {
+      analysis::HeadMetrics m;
+      m.layer = layer;
+      m.head = head;
+      const double base = seed + layer * 10 + head;
+      m.q_mean_norm = base + 0.1;
+      m.k_mean_norm = base + 0.2;
+      m.qk_mean_dot = base + 0.3;
+      m.qk_mean_cosine = base + 0.4;
+      m.attn_entropy = base + 0.5;
+      m.q_anisotropy = base + 0.6;
+      m.k_anisotropy = base + 0.7;
+      for (int i = 0; i < 4; ++i) {
+        m.q_mean.push_back(base + i);
+        m.k_mean.push_back(base - i);
+      }
+      metrics.heads.push_back(m);
+    }
+  }
+  for (int index = 0; index <= 2; ++index) {
+    metrics.hidden_states.push_back({index, seed + index, seed * 2 + index});
+  }
+  metrics.seconds = 0.01;
+  return metrics;
+}
+
+std::string FakeProbeId(const fs::path& probe_file) {
+  std::ifstream in(probe_file, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  char id[20];
+  std::snprintf(id, sizeof(id), "p%016llx", static_cast<unsigned long long>(Fnv1a(bytes.str())));
+  return id;
+}
+
+void FakeEngine::FailOn(const std::string& basename) {
+  absl::MutexLock lock(&mu_);
+  fail_.insert(basename);
+}
+
+void FakeEngine::BlockOn(const std::string& basename) {
+  absl::MutexLock lock(&mu_);
+  block_.insert(basename);
+}
+
+void FakeEngine::Release() {
+  absl::MutexLock lock(&mu_);
+  released_ = true;
+}
+
+std::vector<std::string> FakeEngine::Extracted() const {
+  absl::MutexLock lock(&mu_);
+  return extracted_;
+}
+
+int FakeEngine::Started() const {
+  absl::MutexLock lock(&mu_);
+  return started_;
+}
+
+bool FakeEngine::WaitStarted(int n) const {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (Started() < n) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
+
+ExtractorFactory FakeEngine::Factory() {
+  return [this]() -> absl::StatusOr<std::unique_ptr<analysis::Extractor>> {
+    return std::make_unique<FakeExtractor>(this);
+  };
+}
+
+absl::StatusOr<analysis::Probe> FakeExtractor::BuildProbe(const fs::path& checkpoint_dir,
+                                                          const analysis::ProbeSpec& spec) {
+  if (!fs::is_regular_file(spec.file)) {
+    return absl::NotFoundError(absl::StrCat("probe file '", spec.file.string(), "' missing"));
+  }
+  analysis::Probe probe;
+  probe.samples = {{101, 7, 8, 102}, {101, 9, 102}, {101, 5, 6, 7, 102}};
+  probe.id = FakeProbeId(spec.file);
+  probe.description = absl::StrCat("fake ", spec.file.filename().string());
+  (void)checkpoint_dir;
+  return probe;
+}
+
+absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
+    const fs::path& checkpoint_dir, const analysis::Probe& /*probe*/,
+    const analysis::ExtractCallbacks& callbacks) {
+  const std::string name = checkpoint_dir.filename().string();
+  bool fail = false;
+  bool block = false;
+  {
+    absl::MutexLock lock(&engine_->mu_);
+    ++engine_->started_;
+    fail = engine_->fail_.count(name) > 0;
+    block = engine_->block_.count(name) > 0;
+  }
+  if (fail) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint '", (checkpoint_dir / "model.safetensors").string(),
+                     "': tensor 'bert.embeddings.word_embeddings.weight' is truncated"));
+  }
+  for (int batch = 0; batch < FakeEngine::kBatches; ++batch) {
+    while (true) {
+      if (callbacks.cancelled && callbacks.cancelled()) {
+        return absl::CancelledError(absl::StrCat("extraction of '", name, "' cancelled"));
+      }
+      if (!block) break;
+      {
+        absl::MutexLock lock(&engine_->mu_);
+        if (engine_->released_) break;
+      }
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    if (callbacks.progress) callbacks.progress(batch + 1, FakeEngine::kBatches);
+  }
+  {
+    absl::MutexLock lock(&engine_->mu_);
+    engine_->extracted_.push_back(name);
+  }
+  return FakeMetricsFor(checkpoint_dir);
+}
+
+}  // namespace anisoscope::server::testing

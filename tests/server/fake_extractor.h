@@ -1,0 +1,69 @@
+// FakeExtractor: a deterministic stand-in for the LibTorch engine, for server tests.
+//
+// Every worker's extractor shares one FakeEngine, which records what was extracted and
+// lets a test make a checkpoint fail or block. Metrics depend only on the checkpoint
+// directory's name (FakeMetricsFor), so tests can predict what is stored.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "analysis/extractor.h"
+#include "server/job_runner.h"
+
+namespace anisoscope::server::testing {
+
+// Shape of the fake model: 2 layers, 2 heads, head_dim 4 ("bert").
+analysis::CheckpointMetrics FakeMetricsFor(const std::filesystem::path& checkpoint_dir);
+// "p" + 16 hex digits derived from the probe file's bytes.
+std::string FakeProbeId(const std::filesystem::path& probe_file);
+
+class FakeEngine {
+ public:
+  // Batches per Extract (one progress call each).
+  static constexpr int kBatches = 3;
+
+  // Extract of a directory with this basename fails with INVALID_ARGUMENT.
+  void FailOn(const std::string& basename);
+  // Extract of a directory with this basename waits until Release or cancellation.
+  void BlockOn(const std::string& basename);
+  void Release();
+
+  // Basenames whose Extract ran to the end, in order.
+  std::vector<std::string> Extracted() const;
+  // Number of Extract calls that have started (completed or not).
+  int Started() const;
+  // Waits until `n` Extract calls have started; false after 10 s.
+  bool WaitStarted(int n) const;
+
+  ExtractorFactory Factory();
+
+ private:
+  friend class FakeExtractor;
+  mutable absl::Mutex mu_;
+  std::set<std::string> fail_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> block_ ABSL_GUARDED_BY(mu_);
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  int started_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> extracted_ ABSL_GUARDED_BY(mu_);
+};
+
+class FakeExtractor : public analysis::Extractor {
+ public:
+  explicit FakeExtractor(FakeEngine* engine) : engine_(engine) {}
+
+  absl::StatusOr<analysis::Probe> BuildProbe(const std::filesystem::path& checkpoint_dir,
+                                             const analysis::ProbeSpec& spec) override;
+  absl::StatusOr<analysis::CheckpointMetrics> Extract(
+      const std::filesystem::path& checkpoint_dir, const analysis::Probe& probe,
+      const analysis::ExtractCallbacks& callbacks) override;
+
+ private:
+  FakeEngine* const engine_;
+};
+
+}  // namespace anisoscope::server::testing

@@ -1,0 +1,507 @@
+// End to end through a real channel: an in-process server, FakeExtractors, SQLite in a
+// temp file.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "storage/metrics_store.h"
+#include "tests/server/server_test_util.h"
+
+namespace anisoscope::server::testing {
+namespace {
+
+using ::testing::ElementsAre;
+
+class ServerTest : public ServerFixture {};
+
+std::vector<int64_t> Steps(const pb::Job& job) {
+  std::vector<int64_t> steps;
+  for (const pb::CheckpointStatus& c : job.checkpoints()) steps.push_back(c.step());
+  return steps;
+}
+
+TEST_F(ServerTest, SubmitWatchSucceedAndQueryRoundTrip) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {100, 200, 300});
+  engine_->BlockOn("step_100");
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("bert-seed0", dir), &job).ok());
+  EXPECT_EQ(job.state(), pb::JOB_STATE_QUEUED);
+  EXPECT_EQ(Steps(job), (std::vector<int64_t>{100, 200, 300}));
+  EXPECT_EQ(job.checkpoints(0).path(), fs::canonical(dir / "step_100").string());
+  ASSERT_TRUE(engine_->WaitStarted(1));
+
+  grpc::ClientContext context;
+  pb::WatchJobRequest request;
+  request.set_id(job.id());
+  auto reader = jobs_->WatchJob(&context, request);
+  std::vector<pb::JobEvent> events(1);
+  ASSERT_TRUE(reader->Read(&events[0]));  // the snapshot: the server has subscribed
+  engine_->Release();
+  pb::JobEvent event;
+  while (reader->Read(&event)) events.push_back(event);
+  ASSERT_TRUE(reader->Finish().ok());
+
+  std::vector<std::string> kinds;
+  for (const pb::JobEvent& e : events) {
+    std::string kind = pb::JobEvent::Kind_Name(e.kind()).substr(5);
+    if (e.has_checkpoint() && e.kind() != pb::JobEvent::KIND_SNAPSHOT &&
+        e.kind() != pb::JobEvent::KIND_JOB_FINISHED) {
+      kind += " " + std::to_string(e.checkpoint().step());
+    }
+    kinds.push_back(kind);
+  }
+  EXPECT_THAT(kinds, ElementsAre("SNAPSHOT", "STEP_PROGRESS 100", "STEP_PROGRESS 100",
+                                 "STEP_PROGRESS 100", "STEP_FINISHED 100", "STEP_STARTED 200",
+                                 "STEP_PROGRESS 200", "STEP_PROGRESS 200", "STEP_PROGRESS 200",
+                                 "STEP_FINISHED 200", "STEP_STARTED 300", "STEP_PROGRESS 300",
+                                 "STEP_PROGRESS 300", "STEP_PROGRESS 300", "STEP_FINISHED 300",
+                                 "JOB_FINISHED"));
+  EXPECT_EQ(events[0].job().state(), pb::JOB_STATE_RUNNING);
+  EXPECT_EQ(events[0].job().checkpoints(0).state(), pb::STEP_STATE_RUNNING);
+  EXPECT_EQ(events[1].batches_done(), 1);
+  EXPECT_EQ(events[1].batches_total(), FakeEngine::kBatches);
+  EXPECT_EQ(events[4].checkpoint().state(), pb::STEP_STATE_DONE);
+  EXPECT_EQ(events[4].job().steps_finished(), 1);
+
+  const pb::Job& final_job = events.back().job();
+  EXPECT_EQ(final_job.state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(final_job.steps_total(), 3);
+  EXPECT_EQ(final_job.steps_finished(), 3);
+  const std::string probe_id = FakeProbeId(probe_);
+  for (const pb::CheckpointStatus& c : final_job.checkpoints()) {
+    EXPECT_EQ(c.state(), pb::STEP_STATE_DONE);
+    EXPECT_EQ(c.probe_id(), probe_id);
+    EXPECT_EQ(c.size_bytes(), 1002);
+  }
+  pb::Job stored;
+  ASSERT_TRUE(GetJob(job.id(), &stored).ok());
+  EXPECT_EQ(stored.state(), pb::JOB_STATE_SUCCEEDED);
+
+  // Runs.
+  grpc::ClientContext runs_context;
+  pb::ListRunsResponse runs;
+  ASSERT_TRUE(queries_->ListRuns(&runs_context, pb::ListRunsRequest(), &runs).ok());
+  ASSERT_EQ(runs.runs_size(), 1);
+  EXPECT_EQ(runs.runs(0).name(), "bert-seed0");
+  EXPECT_EQ(runs.runs(0).model_family(), "bert");
+  EXPECT_EQ(runs.runs(0).num_layers(), 2);
+  EXPECT_EQ(runs.runs(0).num_heads(), 2);
+  EXPECT_EQ(runs.runs(0).head_dim(), 4);
+  EXPECT_THAT(runs.runs(0).steps(), ElementsAre(100, 200, 300));
+  ASSERT_EQ(runs.runs(0).probes_size(), 1);
+  EXPECT_EQ(runs.runs(0).probes(0).id(), probe_id);
+  EXPECT_EQ(runs.runs(0).probes(0).num_samples(), 3);
+
+  // Series: one (layer, head) over the steps.
+  grpc::ClientContext series_context;
+  pb::QuerySeriesRequest series_request;
+  series_request.set_run("bert-seed0");
+  series_request.set_metric("qk_mean_cosine");
+  series_request.set_layer(1);
+  series_request.set_head(0);
+  pb::QuerySeriesResponse series;
+  ASSERT_TRUE(queries_->QuerySeries(&series_context, series_request, &series).ok());
+  EXPECT_EQ(series.probe_id(), probe_id);
+  ASSERT_EQ(series.points_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    const int64_t step = 100 * (i + 1);
+    EXPECT_EQ(series.points(i).step(), step);
+    EXPECT_EQ(series.points(i).layer(), 1);
+    EXPECT_EQ(series.points(i).head(), 0);
+    const auto expected = FakeMetricsFor(dir / ("step_" + std::to_string(step)));
+    EXPECT_DOUBLE_EQ(series.points(i).value(), expected.heads[2].qk_mean_cosine);
+  }
+
+  // Series of a per-hidden-state metric, a step range.
+  grpc::ClientContext hidden_context;
+  pb::QuerySeriesRequest hidden_request;
+  hidden_request.set_run("bert-seed0");
+  hidden_request.set_metric("hidden_anisotropy");
+  hidden_request.set_from_step(200);
+  pb::QuerySeriesResponse hidden;
+  ASSERT_TRUE(queries_->QuerySeries(&hidden_context, hidden_request, &hidden).ok());
+  EXPECT_EQ(hidden.points_size(), 3 * 2);  // indices 0..2, steps 200 and 300
+  for (const pb::SeriesPoint& p : hidden.points()) EXPECT_EQ(p.head(), -1);
+
+  // Vectors.
+  grpc::ClientContext vectors_context;
+  pb::QueryVectorsRequest vectors_request;
+  vectors_request.set_run("bert-seed0");
+  vectors_request.set_kind("k_mean");
+  vectors_request.set_layer(0);
+  vectors_request.set_head(1);
+  pb::QueryVectorsResponse vectors;
+  ASSERT_TRUE(queries_->QueryVectors(&vectors_context, vectors_request, &vectors).ok());
+  ASSERT_EQ(vectors.points_size(), 3);
+  const auto expected = FakeMetricsFor(dir / "step_300");
+  EXPECT_EQ(vectors.points(2).step(), 300);
+  ASSERT_EQ(vectors.points(2).values_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(vectors.points(2).values(i), expected.heads[1].k_mean[i]);
+  }
+}
+
+TEST_F(ServerTest, QueryErrorsMapToStatusCodes) {
+  StartServer();
+  grpc::ClientContext c1;
+  pb::QuerySeriesRequest series;
+  series.set_run("nope");
+  series.set_metric("qk_mean_cosine");
+  pb::QuerySeriesResponse series_response;
+  EXPECT_EQ(queries_->QuerySeries(&c1, series, &series_response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  grpc::ClientContext c2;
+  series.set_metric("");
+  EXPECT_EQ(queries_->QuerySeries(&c2, series, &series_response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  grpc::ClientContext c3;
+  pb::QueryVectorsRequest vectors;
+  vectors.set_run("nope");
+  vectors.set_kind("v_mean");
+  pb::QueryVectorsResponse vectors_response;
+  EXPECT_EQ(queries_->QueryVectors(&c3, vectors, &vectors_response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServerTest, FailingCheckpointFailsOnlyThatStep) {
+  StartServer(/*workers=*/2);
+  const fs::path dir = MakeCheckpoints("bert", {100, 200, 300});
+  engine_->FailOn("step_200");
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  pb::Job final_job = WaitFinal(job.id());
+  EXPECT_EQ(final_job.state(), pb::JOB_STATE_FAILED);
+  EXPECT_EQ(final_job.error(), "1 of 3 checkpoints failed");
+  EXPECT_EQ(final_job.checkpoints(0).state(), pb::STEP_STATE_DONE);
+  EXPECT_EQ(final_job.checkpoints(1).state(), pb::STEP_STATE_FAILED);
+  EXPECT_NE(final_job.checkpoints(1).error().find("truncated"), std::string::npos);
+  EXPECT_EQ(final_job.checkpoints(2).state(), pb::STEP_STATE_DONE);
+
+  grpc::ClientContext context;
+  pb::ListRunsResponse runs;
+  ASSERT_TRUE(queries_->ListRuns(&context, pb::ListRunsRequest(), &runs).ok());
+  ASSERT_EQ(runs.runs_size(), 1);
+  EXPECT_THAT(runs.runs(0).steps(), ElementsAre(100, 300));
+}
+
+TEST_F(ServerTest, ResubmitSkipsStoredStepsAndForceRecomputes) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1, 2});
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  EXPECT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(engine_->Extracted().size(), 2u);
+
+  MakeCheckpoints("bert", {3});
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  pb::Job again = WaitFinal(job.id());
+  EXPECT_EQ(again.state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(again.checkpoints(0).state(), pb::STEP_STATE_SKIPPED);
+  EXPECT_EQ(again.checkpoints(1).state(), pb::STEP_STATE_SKIPPED);
+  EXPECT_EQ(again.checkpoints(2).state(), pb::STEP_STATE_DONE);
+  EXPECT_THAT(engine_->Extracted(), ElementsAre("step_1", "step_2", "step_3"));
+
+  ASSERT_TRUE(Submit(DirRequest("r", dir, /*force=*/true), &job).ok());
+  EXPECT_TRUE(job.force());
+  pb::Job forced = WaitFinal(job.id());
+  EXPECT_EQ(forced.state(), pb::JOB_STATE_SUCCEEDED);
+  for (const pb::CheckpointStatus& c : forced.checkpoints()) {
+    EXPECT_EQ(c.state(), pb::STEP_STATE_DONE);
+  }
+  EXPECT_EQ(engine_->Extracted().size(), 6u);
+}
+
+TEST_F(ServerTest, ExplicitCheckpointListIsSortedByStep) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {5, 7});
+  pb::SubmitJobRequest request = DirRequest("r", dir);
+  request.clear_checkpoints_dir();
+  auto* b = request.add_checkpoints();
+  b->set_step(70);
+  b->set_path((dir / "step_7").string());
+  auto* a = request.add_checkpoints();
+  a->set_step(50);
+  a->set_path((dir / "step_5").string());
+  pb::Job job;
+  ASSERT_TRUE(Submit(request, &job).ok());
+  EXPECT_EQ(Steps(job), (std::vector<int64_t>{50, 70}));
+  EXPECT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(ServerTest, CancelInterruptsRunningStepAndCancelsPending) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {100, 200, 300});
+  engine_->BlockOn("step_100");
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  ASSERT_TRUE(engine_->WaitStarted(1));
+  pb::Job cancelled;
+  ASSERT_TRUE(CancelJob(job.id(), &cancelled).ok());
+  EXPECT_EQ(cancelled.state(), pb::JOB_STATE_CANCELLED);
+  pb::Job final_job = WaitFinal(job.id());
+  EXPECT_EQ(final_job.state(), pb::JOB_STATE_CANCELLED);
+  for (const pb::CheckpointStatus& c : final_job.checkpoints()) {
+    EXPECT_EQ(c.state(), pb::STEP_STATE_CANCELLED) << c.step();
+  }
+  EXPECT_TRUE(engine_->Extracted().empty());
+  EXPECT_EQ(engine_->Started(), 1);
+
+  pb::Job again;
+  EXPECT_EQ(CancelJob(job.id(), &again).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(ServerTest, WatchingFinishedJobSendsSnapshotThenFinished) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1});
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  WaitFinal(job.id());
+  grpc::Status status;
+  std::vector<pb::JobEvent> events = WatchAll(job.id(), &status);
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind(), pb::JobEvent::KIND_SNAPSHOT);
+  EXPECT_EQ(events[1].kind(), pb::JobEvent::KIND_JOB_FINISHED);
+  EXPECT_EQ(events[1].job().state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(server_->runner().NumWatchers(job.id()), 0);
+}
+
+TEST_F(ServerTest, ClientCancellingWatchUnsubscribes) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1});
+  engine_->BlockOn("step_1");
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  {
+    grpc::ClientContext context;
+    pb::WatchJobRequest request;
+    request.set_id(job.id());
+    auto reader = jobs_->WatchJob(&context, request);
+    pb::JobEvent event;
+    ASSERT_TRUE(reader->Read(&event));
+    EXPECT_EQ(server_->runner().NumWatchers(job.id()), 1);
+    context.TryCancel();
+    while (reader->Read(&event)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  for (int i = 0; i < 500 && server_->runner().NumWatchers(job.id()) > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(server_->runner().NumWatchers(job.id()), 0);
+  engine_->Release();
+  EXPECT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(ServerTest, PathsOutsideAllowedRootsArePermissionDenied) {
+  StartServer();
+  const fs::path inside = MakeCheckpoints("bert", {1});
+  fs::create_directories(outside_ / "ckpts" / "step_1");
+  std::ofstream(outside_ / "probe.jsonl") << "[1]\n";
+  pb::Job job;
+
+  EXPECT_EQ(Submit(DirRequest("r", outside_ / "ckpts"), &job).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  pb::SubmitJobRequest probe_outside = DirRequest("r", inside);
+  probe_outside.mutable_probe()->set_path((outside_ / "probe.jsonl").string());
+  EXPECT_EQ(Submit(probe_outside, &job).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  // A symlink inside the root that points out of it.
+  fs::create_directory_symlink(outside_ / "ckpts", root_ / "escape");
+  EXPECT_EQ(Submit(DirRequest("r", root_ / "escape"), &job).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // A step directory that is a symlink out of the root, inside an allowed directory.
+  fs::create_directories(root_ / "mixed" / "step_1");
+  fs::create_directory_symlink(outside_ / "ckpts" / "step_1", root_ / "mixed" / "step_2");
+  grpc::Status status = Submit(DirRequest("r", root_ / "mixed"), &job);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  // "..": lexically inside, really outside.
+  EXPECT_EQ(Submit(DirRequest("r", root_ / ".." / "outside" / "ckpts"), &job).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  pb::SubmitJobRequest list = DirRequest("r", inside);
+  list.clear_checkpoints_dir();
+  auto* ref = list.add_checkpoints();
+  ref->set_step(1);
+  ref->set_path((root_ / "escape" / "step_1").string());
+  EXPECT_EQ(Submit(list, &job).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(engine_->Started(), 0);
+}
+
+TEST_F(ServerTest, BadSpecsAreInvalidArgument) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1});
+  pb::Job job;
+  auto code = [&](const pb::SubmitJobRequest& request) {
+    return Submit(request, &job).error_code();
+  };
+  pb::SubmitJobRequest request = DirRequest("bad name!", dir);
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("", dir);
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest(std::string(129, 'a'), dir);
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.mutable_probe()->set_source(pb::PROBE_SOURCE_UNSPECIFIED);
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.mutable_probe()->set_path("");
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.mutable_probe()->set_samples(-1);
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.mutable_probe()->set_seq_len(-5);
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.clear_checkpoints_dir();
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.add_checkpoints()->set_path((dir / "step_1").string());
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", root_);  // no step directories
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.set_checkpoints_dir("relative/path");
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", dir);
+  request.clear_checkpoints_dir();
+  for (int i = 0; i < 2; ++i) {
+    auto* ref = request.add_checkpoints();
+    ref->set_step(1);
+    ref->set_path((dir / "step_1").string());
+  }
+  EXPECT_EQ(code(request), grpc::StatusCode::INVALID_ARGUMENT);
+  request = DirRequest("r", root_ / "missing");
+  EXPECT_EQ(code(request), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(engine_->Started(), 0);
+}
+
+TEST_F(ServerTest, UnknownJobIsNotFound) {
+  StartServer();
+  pb::Job job;
+  EXPECT_EQ(GetJob(4242, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(CancelJob(4242, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+  grpc::Status status;
+  EXPECT_TRUE(WatchAll(4242, &status).empty());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServerTest, ListJobsMostRecentFirst) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1});
+  pb::Job a, b;
+  ASSERT_TRUE(Submit(DirRequest("a", dir), &a).ok());
+  ASSERT_TRUE(Submit(DirRequest("b", dir), &b).ok());
+  WaitFinal(b.id());
+  grpc::ClientContext context;
+  pb::ListJobsRequest request;
+  pb::ListJobsResponse response;
+  ASSERT_TRUE(jobs_->ListJobs(&context, request, &response).ok());
+  ASSERT_EQ(response.jobs_size(), 2);
+  EXPECT_EQ(response.jobs(0).id(), b.id());
+  EXPECT_EQ(response.jobs(1).id(), a.id());
+  EXPECT_EQ(response.jobs(1).run(), "a");
+}
+
+TEST_F(ServerTest, RestartResumesUnfinishedJob) {
+  const fs::path dir = MakeCheckpoints("bert", {100, 200, 300, 400});
+  int64_t id = 0;
+  {
+    auto store = storage::MetricsStore::Open({db_.string()});
+    ASSERT_TRUE(store.ok()) << store.status();
+    storage::JobSpec spec;
+    spec.run = "r";
+    spec.probe_source = "tokens";
+    spec.probe_path = fs::canonical(probe_).string();
+    spec.probe_mode = "windows";
+    for (int64_t step : {100, 200, 300, 400}) {
+      spec.checkpoints.push_back(
+          {step, fs::canonical(dir / ("step_" + std::to_string(step))).string()});
+    }
+    auto created = (*store)->CreateJob(spec);
+    ASSERT_TRUE(created.ok()) << created.status();
+    id = *created;
+    ASSERT_TRUE((*store)->SetJobState(id, storage::JobState::kRunning, "").ok());
+    // 100 finished before the kill.
+    storage::JobCheckpoint done{100, spec.checkpoints[0].path, 1002, storage::StepState::kDone,
+                                "", FakeProbeId(probe_), 0.5};
+    ASSERT_TRUE((*store)->UpdateCheckpoint(id, done).ok());
+    // 200 was written, but the kill came before its checkpoint row was updated.
+    const std::string path200 = spec.checkpoints[1].path;
+    analysis::Probe probe;
+    probe.id = FakeProbeId(probe_);
+    storage::StepResult result;
+    result.run = "r";
+    result.probe = {probe.id, "fake", 3, 21};
+    result.step = 200;
+    result.checkpoint_path = path200;
+    result.model_family = "bert";
+    result.num_layers = 2;
+    result.num_heads = 2;
+    result.head_dim = 4;
+    result.scalars.push_back({"qk_mean_cosine", 0, 0, 0.5});
+    ASSERT_TRUE((*store)->WriteStep(result, false).ok());
+    // 300 was running when the server died.
+    storage::JobCheckpoint running{300, spec.checkpoints[2].path, 0,
+                                   storage::StepState::kRunning, "", "", 0};
+    ASSERT_TRUE((*store)->UpdateCheckpoint(id, running).ok());
+  }
+
+  StartServer();
+  pb::Job final_job = WaitFinal(id);
+  EXPECT_EQ(final_job.state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(final_job.checkpoints(0).state(), pb::STEP_STATE_DONE);
+  EXPECT_EQ(final_job.checkpoints(1).state(), pb::STEP_STATE_SKIPPED);
+  EXPECT_EQ(final_job.checkpoints(2).state(), pb::STEP_STATE_DONE);
+  EXPECT_EQ(final_job.checkpoints(3).state(), pb::STEP_STATE_DONE);
+  EXPECT_THAT(engine_->Extracted(), ElementsAre("step_300", "step_400"));
+}
+
+TEST_F(ServerTest, DrainingRefusesJobsAndLeavesInterruptedStepPending) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {100, 200, 300});
+  engine_->BlockOn("step_200");
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  ASSERT_TRUE(engine_->WaitStarted(2));
+
+  // A watcher of the running job is closed with UNAVAILABLE by the drain.
+  grpc::ClientContext watch_context;
+  pb::WatchJobRequest watch_request;
+  watch_request.set_id(job.id());
+  auto reader = jobs_->WatchJob(&watch_context, watch_request);
+  pb::JobEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+
+  server_->Drain();
+  while (reader->Read(&event)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  pb::Job refused;
+  EXPECT_EQ(Submit(DirRequest("r", dir), &refused).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  pb::Job stored;
+  ASSERT_TRUE(GetJob(job.id(), &stored).ok());
+  EXPECT_EQ(stored.state(), pb::JOB_STATE_RUNNING);
+  EXPECT_EQ(stored.checkpoints(0).state(), pb::STEP_STATE_DONE);
+  EXPECT_EQ(stored.checkpoints(1).state(), pb::STEP_STATE_PENDING);
+  EXPECT_EQ(stored.checkpoints(2).state(), pb::STEP_STATE_PENDING);
+  EXPECT_THAT(engine_->Extracted(), ElementsAre("step_100"));
+
+  StopServer();
+  engine_ = std::make_unique<FakeEngine>();
+  StartServer();
+  pb::Job resumed = WaitFinal(job.id());
+  EXPECT_EQ(resumed.state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_THAT(engine_->Extracted(), ElementsAre("step_200", "step_300"));
+}
+
+}  // namespace
+}  // namespace anisoscope::server::testing

@@ -1,0 +1,184 @@
+#include "storage/job_table.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "storage/metrics_store.h"
+#include "tests/storage/store_test_util.h"
+
+namespace anisoscope::storage {
+namespace {
+
+using testing::RawCount;
+using testing::TempDir;
+
+JobSpec MakeSpec(const std::string& run) {
+  JobSpec spec;
+  spec.run = run;
+  spec.probe_source = "text";
+  spec.probe_path = "/data/probe.txt";
+  spec.probe_mode = "lines";
+  spec.samples = 64;
+  spec.seq_len = 128;
+  spec.force = true;
+  spec.checkpoints = {{0, "/data/" + run + "/step0"}, {2000, "/data/" + run + "/step2000"}};
+  return spec;
+}
+
+class JobsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("metrics.db");
+    auto store = MetricsStore::Open({path_});
+    ASSERT_OK(store.status());
+    store_ = std::move(store).value();
+  }
+
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<MetricsStore> store_;
+};
+
+TEST(JobSpecJsonTest, RoundTripsEveryField) {
+  const JobSpec spec = MakeSpec("r");
+  auto back = JobSpecFromJson(JobSpecToJson(spec));
+  ASSERT_OK(back.status());
+  EXPECT_EQ(back->run, "r");
+  EXPECT_EQ(back->probe_source, "text");
+  EXPECT_EQ(back->probe_path, "/data/probe.txt");
+  EXPECT_EQ(back->probe_mode, "lines");
+  EXPECT_EQ(back->samples, 64);
+  EXPECT_EQ(back->seq_len, 128);
+  EXPECT_TRUE(back->force);
+  ASSERT_EQ(back->checkpoints.size(), 2u);
+  EXPECT_EQ(back->checkpoints[1].step, 2000);
+  EXPECT_EQ(back->checkpoints[1].path, "/data/r/step2000");
+  EXPECT_EQ(JobSpecFromJson("{not json").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobsTest, CreatedJobIsQueuedWithPendingCheckpoints) {
+  auto id = store_->CreateJob(MakeSpec("r"));
+  ASSERT_OK(id.status());
+  auto job = store_->GetJob(*id);
+  ASSERT_OK(job.status());
+  EXPECT_EQ(job->id, *id);
+  EXPECT_EQ(job->state, JobState::kQueued);
+  EXPECT_EQ(job->error, "");
+  EXPECT_EQ(job->spec.run, "r");
+  EXPECT_EQ(job->spec.samples, 64);
+  ASSERT_EQ(job->checkpoints.size(), 2u);
+  EXPECT_EQ(job->checkpoints[0].step, 0);
+  EXPECT_EQ(job->checkpoints[0].path, "/data/r/step0");
+  EXPECT_EQ(job->checkpoints[0].state, StepState::kPending);
+  EXPECT_EQ(job->checkpoints[0].size_bytes, 0);
+  EXPECT_EQ(job->created_at.back(), 'Z');
+  EXPECT_EQ(job->created_at, job->updated_at);
+}
+
+TEST_F(JobsTest, UnknownJobIsNotFound) {
+  auto job = store_->GetJob(42);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(job.status().message(), "job 42 not found");
+  EXPECT_EQ(store_->SetJobState(42, JobState::kRunning, "").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->UpdateCheckpoint(42, {0}).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobsTest, StepListedTwiceIsRejectedAndNothingIsStored) {
+  JobSpec spec = MakeSpec("r");
+  spec.checkpoints.push_back(spec.checkpoints[0]);
+  EXPECT_EQ(store_->CreateJob(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RawCount(path_, "SELECT COUNT(*) FROM jobs"), 0);
+  EXPECT_EQ(RawCount(path_, "SELECT COUNT(*) FROM checkpoints"), 0);
+}
+
+TEST_F(JobsTest, LifecycleUpdatesStatesAndBumpsUpdatedAt) {
+  auto id = store_->CreateJob(MakeSpec("r"));
+  ASSERT_OK(id.status());
+  const std::string created = store_->GetJob(*id)->updated_at;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+
+  ASSERT_OK(store_->SetJobState(*id, JobState::kRunning, ""));
+  JobCheckpoint done{2000, "ignored/path", 123456, StepState::kDone, "", "p1", 3.5};
+  ASSERT_OK(store_->UpdateCheckpoint(*id, done));
+  ASSERT_OK(store_->UpdateCheckpoint(*id, {0, "", 99, StepState::kFailed, "truncated", "", 0.25}));
+  auto running = store_->GetJob(*id);
+  ASSERT_OK(running.status());
+  EXPECT_EQ(running->state, JobState::kRunning);
+  EXPECT_GT(running->updated_at, created);
+  const JobCheckpoint& failed = running->checkpoints[0];
+  EXPECT_EQ(failed.state, StepState::kFailed);
+  EXPECT_EQ(failed.error, "truncated");
+  EXPECT_EQ(failed.size_bytes, 99);
+  EXPECT_EQ(failed.path, "/data/r/step0");  // the path never changes
+  const JobCheckpoint& stored = running->checkpoints[1];
+  EXPECT_EQ(stored.state, StepState::kDone);
+  EXPECT_EQ(stored.probe_id, "p1");
+  EXPECT_EQ(stored.seconds, 3.5);
+  EXPECT_EQ(stored.size_bytes, 123456);
+  EXPECT_EQ(stored.path, "/data/r/step2000");
+
+  const absl::Status missing_step = store_->UpdateCheckpoint(*id, {1});
+  EXPECT_EQ(missing_step.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing_step.message().find("step 1"), absl::string_view::npos) << missing_step;
+
+  ASSERT_OK(store_->SetJobState(*id, JobState::kFailed, "1 of 2 steps failed"));
+  auto finished = store_->GetJob(*id);
+  ASSERT_OK(finished.status());
+  EXPECT_EQ(finished->state, JobState::kFailed);
+  EXPECT_EQ(finished->error, "1 of 2 steps failed");
+}
+
+TEST_F(JobsTest, ListJobsIsMostRecentFirstAndUnfinishedOldestFirst) {
+  std::vector<int64_t> ids;
+  for (const char* run : {"a", "b", "c", "d"}) {
+    auto id = store_->CreateJob(MakeSpec(run));
+    ASSERT_OK(id.status());
+    ids.push_back(*id);
+  }
+  ASSERT_OK(store_->SetJobState(ids[0], JobState::kRunning, ""));
+  ASSERT_OK(store_->SetJobState(ids[1], JobState::kSucceeded, ""));
+  ASSERT_OK(store_->SetJobState(ids[2], JobState::kCancelled, ""));
+
+  auto recent = store_->ListJobs(3);
+  ASSERT_OK(recent.status());
+  ASSERT_EQ(recent->size(), 3u);
+  EXPECT_EQ((*recent)[0].id, ids[3]);
+  EXPECT_EQ((*recent)[0].spec.run, "d");
+  EXPECT_EQ((*recent)[2].id, ids[1]);
+  EXPECT_EQ((*recent)[2].state, JobState::kSucceeded);
+  EXPECT_EQ((*recent)[2].checkpoints.size(), 2u);
+  EXPECT_EQ(store_->ListJobs(0)->size(), 4u);
+
+  auto unfinished = store_->UnfinishedJobs();
+  ASSERT_OK(unfinished.status());
+  EXPECT_EQ(*unfinished, (std::vector<int64_t>{ids[0], ids[3]}));
+}
+
+TEST_F(JobsTest, JobsSurviveAReopen) {
+  auto id = store_->CreateJob(MakeSpec("r"));
+  ASSERT_OK(id.status());
+  store_.reset();
+  auto reopened = MetricsStore::Open({path_});
+  ASSERT_OK(reopened.status());
+  EXPECT_EQ(*(*reopened)->UnfinishedJobs(), std::vector<int64_t>{*id});
+  EXPECT_EQ((*reopened)->GetJob(*id)->spec.checkpoints.size(), 2u);
+}
+
+TEST(StateNamesTest, NamesRoundTrip) {
+  for (JobState state : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
+                         JobState::kFailed, JobState::kCancelled}) {
+    EXPECT_EQ(ParseJobState(JobStateName(state)), state);
+  }
+  for (StepState state : {StepState::kPending, StepState::kRunning, StepState::kDone,
+                          StepState::kSkipped, StepState::kFailed, StepState::kCancelled}) {
+    EXPECT_EQ(ParseStepState(StepStateName(state)), state);
+  }
+  EXPECT_STREQ(JobStateName(JobState::kSucceeded), "succeeded");
+  EXPECT_STREQ(StepStateName(StepState::kDone), "done");
+  EXPECT_EQ(ParseJobState("bogus"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace anisoscope::storage
