@@ -19,8 +19,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   }
   std::unique_ptr<AnisoscopeServer> server(new AnisoscopeServer());
 
-  absl::StatusOr<std::unique_ptr<PathPolicy>> policy =
-      PathPolicy::Create({options.allow_roots});
+  absl::StatusOr<std::unique_ptr<PathPolicy>> policy = PathPolicy::Create({options.allow_roots});
   if (!policy.ok()) return policy.status();
   server->policy_ = std::move(policy).value();
 
@@ -59,8 +58,8 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   }
   server->port_ = port;
   server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
-  spdlog::info("serving on {} with {} worker(s); database {}", server->address_,
-               options.workers, options.db);
+  spdlog::info("serving on {} with {} worker(s); database {}", server->address_, options.workers,
+               options.db);
   return server;
 }
 
@@ -79,10 +78,9 @@ void AnisoscopeServer::Shutdown(absl::Duration deadline) {
   if (shut_down_) return;
   shut_down_ = true;
   Drain();
-  if (server_ != nullptr) {
-    server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
-    server_->Wait();
-  }
+  if (server_ == nullptr) return;  // Create failed before serving
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
+  server_->Wait();
   spdlog::info("server stopped");
 }
 

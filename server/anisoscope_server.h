@@ -2,8 +2,8 @@
 //
 // Create opens the database, resumes unfinished jobs and starts serving. Shutdown drains
 // (new jobs get UNAVAILABLE, running extractions stop and stay pending for the next
-// start, writes in progress finish), then stops gRPC with a deadline. Drain and Shutdown are called from one
-// thread (main); the services themselves are thread-safe.
+// start, writes in progress finish), then stops gRPC with a deadline. Drain and Shutdown
+// are called from one thread (main); the services themselves are thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

@@ -21,7 +21,7 @@ absl::Status ValidateRunName(const std::string& run);
 // checkpoints_dir and checkpoints, duplicate steps, a checkpoint that is not a directory),
 // PERMISSION_DENIED for a path outside the allowed roots, NOT_FOUND for a missing path.
 // Blocks on file-system reads.
-absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const ::anisoscope::v1::SubmitJobRequest& request,
-                                                    const PathPolicy& policy);
+absl::StatusOr<storage::JobSpec> JobSpecFromRequest(
+    const ::anisoscope::v1::SubmitJobRequest& request, const PathPolicy& policy);
 
 }  // namespace anisoscope::server

@@ -63,8 +63,7 @@ struct JobRunner::StepOutcome {
 absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const Options& options,
                                                              storage::MetricsStore* store) {
   if (options.workers < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workers must be >= 1, got ", options.workers));
+    return absl::InvalidArgumentError(absl::StrCat("workers must be >= 1, got ", options.workers));
   }
   if (!options.extractor_factory) {
     return absl::InvalidArgumentError("an extractor factory is required");
@@ -98,8 +97,8 @@ absl::Status JobRunner::Resume() {
     absl::StatusOr<analysis::ProbeSpec> probe = ToAnalysisProbeSpec(record->spec);
     if (!probe.ok()) {
       spdlog::error("job {} cannot resume: {}", id, probe.status().ToString());
-      if (absl::Status s = store_->SetJobState(id, JobState::kFailed,
-                                               std::string(probe.status().message()));
+      if (absl::Status s =
+              store_->SetJobState(id, JobState::kFailed, std::string(probe.status().message()));
           !s.ok()) {
         return s;
       }
@@ -113,8 +112,8 @@ absl::Status JobRunner::Resume() {
       }
       if (checkpoint.state == StepState::kPending) ++left;
     }
-    spdlog::info("resuming job {} (run {}): {} of {} checkpoints left", id, record->spec.run,
-                 left, record->checkpoints.size());
+    spdlog::info("resuming job {} (run {}): {} of {} checkpoints left", id, record->spec.run, left,
+                 record->checkpoints.size());
     AddJob(std::move(record).value(), std::move(probe).value());
   }
   return absl::OkStatus();
@@ -141,8 +140,8 @@ absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spe
   if (!id.ok()) return id.status();
   absl::StatusOr<storage::JobRecord> record = store_->GetJob(*id);
   if (!record.ok()) return record.status();
-  spdlog::info("job {} submitted: run {}, {} checkpoints{}", *id, spec.run,
-               spec.checkpoints.size(), spec.force ? ", force" : "");
+  spdlog::info("job {} submitted: run {}, {} checkpoints{}", *id, spec.run, spec.checkpoints.size(),
+               spec.force ? ", force" : "");
   absl::MutexLock lock(&mu_);
   storage::JobRecord copy = *record;
   AddJob(std::move(record).value(), std::move(probe).value());
@@ -311,8 +310,8 @@ JobRunner::StepOutcome JobRunner::RunStep(analysis::Extractor* extractor, Active
   }
   StepOutcome outcome;
   auto fail = [&](const absl::Status& status) {
-    outcome.state = status.code() == absl::StatusCode::kCancelled ? StepState::kCancelled
-                                                                   : StepState::kFailed;
+    outcome.state =
+        status.code() == absl::StatusCode::kCancelled ? StepState::kCancelled : StepState::kFailed;
     outcome.error = std::string(status.message());
   };
   const fs::path dir = checkpoint.path;
@@ -322,6 +321,7 @@ JobRunner::StepOutcome JobRunner::RunStep(analysis::Extractor* extractor, Active
       fail(probe.status());
     } else {
       outcome.probe_id = probe->id;
+      outcome.size_bytes = DirectoryBytes(dir);
       bool stored = false;
       if (!spec.force) {
         absl::StatusOr<bool> has = store_->HasStep(spec.run, probe->id, checkpoint.step);
@@ -334,7 +334,6 @@ JobRunner::StepOutcome JobRunner::RunStep(analysis::Extractor* extractor, Active
       if (stored) {
         outcome.state = StepState::kSkipped;
       } else {
-        outcome.size_bytes = DirectoryBytes(dir);
         analysis::ExtractCallbacks callbacks;
         callbacks.cancelled = [this, job] {
           absl::MutexLock lock(&mu_);
@@ -348,8 +347,7 @@ JobRunner::StepOutcome JobRunner::RunStep(analysis::Extractor* extractor, Active
             extractor->Extract(dir, *probe, callbacks);
         if (!metrics.ok()) {
           // Only an interruption we asked for counts as cancelled; anything else failed.
-          if (metrics.status().code() == absl::StatusCode::kCancelled &&
-              !callbacks.cancelled()) {
+          if (metrics.status().code() == absl::StatusCode::kCancelled && !callbacks.cancelled()) {
             outcome.state = StepState::kFailed;
             outcome.error = std::string(metrics.status().message());
           } else {
@@ -374,8 +372,7 @@ JobRunner::StepOutcome JobRunner::RunStep(analysis::Extractor* extractor, Active
     outcome.state = StepState::kFailed;
     outcome.error = absl::StrCat("checkpoint '", checkpoint.path, "': ", e.what());
   }
-  outcome.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return outcome;
 }
 
@@ -383,8 +380,7 @@ void JobRunner::SaveCheckpoint(ActiveJob* job, size_t index) {
   job->record.updated_at = NowIso8601();
   absl::Status status = store_->UpdateCheckpoint(job->record.id, job->record.checkpoints[index]);
   if (!status.ok()) {
-    spdlog::error("job {}: storing checkpoint state failed: {}", job->record.id,
-                  status.ToString());
+    spdlog::error("job {}: storing checkpoint state failed: {}", job->record.id, status.ToString());
   }
 }
 

@@ -31,8 +31,7 @@
 namespace anisoscope::server {
 
 // Makes one extractor; called once per worker when the runner is created.
-using ExtractorFactory =
-    std::function<absl::StatusOr<std::unique_ptr<analysis::Extractor>>()>;
+using ExtractorFactory = std::function<absl::StatusOr<std::unique_ptr<analysis::Extractor>>()>;
 
 class JobRunner {
  public:

@@ -15,8 +15,7 @@ namespace anisoscope::server {
 
 class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
  public:
-  JobServiceImpl(JobRunner* runner, const PathPolicy* policy)
-      : runner_(runner), policy_(policy) {}
+  JobServiceImpl(JobRunner* runner, const PathPolicy* policy) : runner_(runner), policy_(policy) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const ::anisoscope::v1::SubmitJobRequest* request,
@@ -31,7 +30,8 @@ class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackServic
                                       const ::anisoscope::v1::CancelJobRequest* request,
                                       ::anisoscope::v1::Job* response) override;
   grpc::ServerWriteReactor<::anisoscope::v1::JobEvent>* WatchJob(
-      grpc::CallbackServerContext* context, const ::anisoscope::v1::WatchJobRequest* request) override;
+      grpc::CallbackServerContext* context,
+      const ::anisoscope::v1::WatchJobRequest* request) override;
 
  private:
   JobRunner* const runner_;

@@ -1,6 +1,5 @@
 // anisoscope-server: serves JobService and QueryService until SIGTERM or SIGINT.
 #include <signal.h>
-
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -19,6 +18,14 @@ constexpr char kProgram[] = "anisoscope-server";
 
 int main(int argc, char** argv) {
   using anisoscope::server::AnisoscopeServer;
+  // Block the stop signals before any thread starts (threads inherit the mask); main
+  // alone waits for them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
   absl::StatusOr<anisoscope::server::ServerOptions> options =
       anisoscope::server::ParseServerOptions(argc, argv);
   if (!options.ok()) {
@@ -34,22 +41,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // Block the stop signals in every thread (threads inherit the mask); main waits for them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
   const anisoscope::analysis::TorchExtractorOptions extractor_options = options->extractor;
-  absl::StatusOr<std::unique_ptr<AnisoscopeServer>> server = AnisoscopeServer::Create(
-      *options, [extractor_options] {
+  absl::StatusOr<std::unique_ptr<AnisoscopeServer>> server =
+      AnisoscopeServer::Create(*options, [extractor_options] {
         return anisoscope::analysis::CreateTorchExtractor(extractor_options);
       });
   if (!server.ok()) {
-    spdlog::error("cannot start: {}", server.status().ToString());
-    std::fprintf(stderr, "%s: %s\n", kProgram, std::string(server.status().message()).c_str());
-    return 1;
+    // INVALID_ARGUMENT is a bad flag value (e.g. an --allow-root that does not exist).
+    std::fprintf(stderr, "%s: cannot start: %s\n", kProgram,
+                 std::string(server.status().message()).c_str());
+    return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
 

@@ -222,10 +222,9 @@ storage::StepResult ToStepResult(const std::string& run, int64_t step,
   result.num_heads = metrics.shape.num_heads;
   result.head_dim = metrics.shape.head_dim;
   result.seconds = metrics.seconds;
-  analysis::ForEachScalar(metrics,
-                          [&](std::string_view name, int layer, int head, double value) {
-                            result.scalars.push_back({std::string(name), layer, head, value});
-                          });
+  analysis::ForEachScalar(metrics, [&](std::string_view name, int layer, int head, double value) {
+    result.scalars.push_back({std::string(name), layer, head, value});
+  });
   result.vectors.reserve(metrics.heads.size() * 2);
   for (const analysis::HeadMetrics& head : metrics.heads) {
     result.vectors.push_back({"q_mean", head.layer, head.head, head.q_mean});

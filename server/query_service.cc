@@ -17,8 +17,7 @@ grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* context,
 
 absl::Status ValidateStepRange(bool has_from, int64_t from, bool has_to, int64_t to) {
   if (has_from && has_to && from > to) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("from_step ", from, " is after to_step ", to));
+    return absl::InvalidArgumentError(absl::StrCat("from_step ", from, " is after to_step ", to));
   }
   return absl::OkStatus();
 }

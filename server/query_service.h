@@ -20,9 +20,9 @@ class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackSe
   grpc::ServerUnaryReactor* QuerySeries(grpc::CallbackServerContext* context,
                                         const ::anisoscope::v1::QuerySeriesRequest* request,
                                         ::anisoscope::v1::QuerySeriesResponse* response) override;
-  grpc::ServerUnaryReactor* QueryVectors(
-      grpc::CallbackServerContext* context, const ::anisoscope::v1::QueryVectorsRequest* request,
-      ::anisoscope::v1::QueryVectorsResponse* response) override;
+  grpc::ServerUnaryReactor* QueryVectors(grpc::CallbackServerContext* context,
+                                         const ::anisoscope::v1::QueryVectorsRequest* request,
+                                         ::anisoscope::v1::QueryVectorsResponse* response) override;
 
  private:
   storage::MetricsStore* const store_;

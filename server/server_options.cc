@@ -14,8 +14,8 @@ namespace {
 absl::Status ParseInt(const std::string& flag, const std::string& value, int min, int* out) {
   int parsed = 0;
   if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, " wants an integer >= ", min,
-                                                   ", got '", value, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " wants an integer >= ", min, ", got '", value, "'"));
   }
   *out = parsed;
   return absl::OkStatus();
@@ -29,8 +29,8 @@ absl::Status ParseChoice(const std::string& flag, const std::string& value,
       return absl::OkStatus();
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, " got '", value, "'; want one of ",
-                                                 absl::StrJoin(choices, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " got '", value, "'; want one of ", absl::StrJoin(choices, ", ")));
 }
 
 bool IsDevice(const std::string& value) {
@@ -91,7 +91,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
          options.allow_roots.push_back(v);
          return absl::OkStatus();
        }},
-      {"workers", [&](const std::string& v) { return ParseInt("workers", v, 1, &options.workers); }},
+      {"workers",
+       [&](const std::string& v) { return ParseInt("workers", v, 1, &options.workers); }},
       {"device",
        [&](const std::string& v) {
          if (!IsDevice(v)) {
@@ -140,8 +141,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
     }
     auto it = setters.find(name);
     if (it == setters.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '--", name, "' (see --help)"));
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag '--", name, "' (see --help)"));
     }
     if (!has_value) {
       if (i + 1 >= argc) {

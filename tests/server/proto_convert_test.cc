@@ -51,9 +51,9 @@ TEST(ProtoConvertTest, JobCountsFinishedSteps) {
   job.spec.probe_path = "/p.txt";
   job.spec.samples = 64;
   job.state = storage::JobState::kRunning;
-  for (auto state : {storage::StepState::kDone, storage::StepState::kSkipped,
-                     storage::StepState::kRunning, storage::StepState::kPending,
-                     storage::StepState::kFailed}) {
+  for (auto state :
+       {storage::StepState::kDone, storage::StepState::kSkipped, storage::StepState::kRunning,
+        storage::StepState::kPending, storage::StepState::kFailed}) {
     storage::JobCheckpoint c;
     c.state = state;
     job.checkpoints.push_back(c);

@@ -1,10 +1,9 @@
 // The anisoscope-server binary: flag errors, the "listening on" line, SIGTERM -> exit 0.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -84,7 +83,8 @@ class ServerMainTest : public ::testing::Test {
 TEST_F(ServerMainTest, BadFlagIsOneLineOnStderrAndExit2) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--bogus"}, std::vector<std::string>{},
-        std::vector<std::string>{"--allow-root", "/tmp", "--workers", "0"}}) {
+        std::vector<std::string>{"--allow-root", "/tmp", "--workers", "0"},
+        std::vector<std::string>{"--allow-root", "/nonexistent/anisoscope-root"}}) {
     Child child = Spawn(args);
     ASSERT_GT(child.pid, 0);
     const std::string err = ReadUntil(child.err);
@@ -109,8 +109,8 @@ TEST_F(ServerMainTest, HelpExitsZero) {
 TEST_F(ServerMainTest, PrintsPortAndExitsZeroOnSigterm) {
   const fs::path dir = fs::temp_directory_path() / ("server_main_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  Child child = Spawn({"--listen", "127.0.0.1:0", "--db", (dir / "m.db").string(),
-                       "--allow-root", dir.string(), "--log-level", "warn"});
+  Child child = Spawn({"--listen", "127.0.0.1:0", "--db", (dir / "m.db").string(), "--allow-root",
+                       dir.string(), "--log-level", "warn"});
   ASSERT_GT(child.pid, 0);
   const std::string out = ReadUntil(child.out, "listening on 127.0.0.1:");
   ASSERT_NE(out.find("listening on 127.0.0.1:"), std::string::npos) << out;

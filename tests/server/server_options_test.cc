@@ -28,9 +28,8 @@ TEST(ServerOptionsTest, DefaultsNeedOnlyAnAllowedRoot) {
 
 TEST(ServerOptionsTest, EveryFlagMapsOntoItsField) {
   auto options = Parse({"--listen=0.0.0.0:0", "--db", "/tmp/x.db", "--allow-root", "/a",
-                        "--allow-root=/b", "--workers", "3", "--device", "cuda:1", "--threads",
-                        "4", "--batch-size", "16", "--dtype", "bfloat16", "--log-level",
-                        "debug"});
+                        "--allow-root=/b", "--workers", "3", "--device", "cuda:1", "--threads", "4",
+                        "--batch-size", "16", "--dtype", "bfloat16", "--log-level", "debug"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->listen, "0.0.0.0:0");
   EXPECT_EQ(options->db, "/tmp/x.db");
@@ -69,8 +68,8 @@ TEST(ServerOptionsTest, HelpNeedsNothingElseAndListsEveryFlag) {
   auto options = Parse({"--help"});
   ASSERT_TRUE(options.ok());
   EXPECT_TRUE(options->help);
-  for (const char* flag : {"--listen", "--db", "--allow-root", "--workers", "--device",
-                           "--threads", "--batch-size", "--dtype", "--log-level", "--help"}) {
+  for (const char* flag : {"--listen", "--db", "--allow-root", "--workers", "--device", "--threads",
+                           "--batch-size", "--dtype", "--log-level", "--help"}) {
     EXPECT_NE(ServerUsage().find(flag), std::string::npos) << flag;
   }
 }

@@ -1,6 +1,9 @@
 // End to end through a real channel: an in-process server, FakeExtractors, SQLite in a
 // temp file.
+#include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/impl/codegen/rpc_method.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,12 +57,12 @@ TEST_F(ServerTest, SubmitWatchSucceedAndQueryRoundTrip) {
     }
     kinds.push_back(kind);
   }
-  EXPECT_THAT(kinds, ElementsAre("SNAPSHOT", "STEP_PROGRESS 100", "STEP_PROGRESS 100",
-                                 "STEP_PROGRESS 100", "STEP_FINISHED 100", "STEP_STARTED 200",
-                                 "STEP_PROGRESS 200", "STEP_PROGRESS 200", "STEP_PROGRESS 200",
-                                 "STEP_FINISHED 200", "STEP_STARTED 300", "STEP_PROGRESS 300",
-                                 "STEP_PROGRESS 300", "STEP_PROGRESS 300", "STEP_FINISHED 300",
-                                 "JOB_FINISHED"));
+  EXPECT_THAT(
+      kinds,
+      ElementsAre("SNAPSHOT", "STEP_PROGRESS 100", "STEP_PROGRESS 100", "STEP_PROGRESS 100",
+                  "STEP_FINISHED 100", "STEP_STARTED 200", "STEP_PROGRESS 200", "STEP_PROGRESS 200",
+                  "STEP_PROGRESS 200", "STEP_FINISHED 200", "STEP_STARTED 300", "STEP_PROGRESS 300",
+                  "STEP_PROGRESS 300", "STEP_PROGRESS 300", "STEP_FINISHED 300", "JOB_FINISHED"));
   EXPECT_EQ(events[0].job().state(), pb::JOB_STATE_RUNNING);
   EXPECT_EQ(events[0].job().checkpoints(0).state(), pb::STEP_STATE_RUNNING);
   EXPECT_EQ(events[1].batches_done(), 1);
@@ -430,7 +433,7 @@ TEST_F(ServerTest, RestartResumesUnfinishedJob) {
     ASSERT_TRUE((*store)->SetJobState(id, storage::JobState::kRunning, "").ok());
     // 100 finished before the kill.
     storage::JobCheckpoint done{100, spec.checkpoints[0].path, 1002, storage::StepState::kDone,
-                                "", FakeProbeId(probe_), 0.5};
+                                "",  FakeProbeId(probe_),      0.5};
     ASSERT_TRUE((*store)->UpdateCheckpoint(id, done).ok());
     // 200 was written, but the kill came before its checkpoint row was updated.
     const std::string path200 = spec.checkpoints[1].path;
@@ -448,8 +451,8 @@ TEST_F(ServerTest, RestartResumesUnfinishedJob) {
     result.scalars.push_back({"qk_mean_cosine", 0, 0, 0.5});
     ASSERT_TRUE((*store)->WriteStep(result, false).ok());
     // 300 was running when the server died.
-    storage::JobCheckpoint running{300, spec.checkpoints[2].path, 0,
-                                   storage::StepState::kRunning, "", "", 0};
+    storage::JobCheckpoint running{
+        300, spec.checkpoints[2].path, 0, storage::StepState::kRunning, "", "", 0};
     ASSERT_TRUE((*store)->UpdateCheckpoint(id, running).ok());
   }
 
@@ -461,6 +464,37 @@ TEST_F(ServerTest, RestartResumesUnfinishedJob) {
   EXPECT_EQ(final_job.checkpoints(2).state(), pb::STEP_STATE_DONE);
   EXPECT_EQ(final_job.checkpoints(3).state(), pb::STEP_STATE_DONE);
   EXPECT_THAT(engine_->Extracted(), ElementsAre("step_300", "step_400"));
+}
+
+// grpc.health.v1.Health/Check for the whole server, with hand-encoded messages (the
+// request is empty; the response is field 1, varint status: 1 SERVING, 2 NOT_SERVING).
+int HealthStatus(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty;
+  request = grpc::ByteBuffer(&empty, 1);
+  grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      channel.get(),
+      grpc::internal::RpcMethod("/grpc.health.v1.Health/Check",
+                                grpc::internal::RpcMethod::NORMAL_RPC),
+      &context, request, &response);
+  if (!status.ok()) return -status.error_code();
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return -100;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  if (bytes.size() != 2 || bytes[0] != 0x08) return -101;
+  return bytes[1];
+}
+
+TEST_F(ServerTest, HealthIsServingUntilDrained) {
+  StartServer();
+  EXPECT_EQ(HealthStatus(channel_), 1);
+  server_->Drain();
+  EXPECT_EQ(HealthStatus(channel_), 2);
 }
 
 TEST_F(ServerTest, DrainingRefusesJobsAndLeavesInterruptedStepPending) {
@@ -485,8 +519,7 @@ TEST_F(ServerTest, DrainingRefusesJobsAndLeavesInterruptedStepPending) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 
   pb::Job refused;
-  EXPECT_EQ(Submit(DirRequest("r", dir), &refused).error_code(),
-            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(Submit(DirRequest("r", dir), &refused).error_code(), grpc::StatusCode::UNAVAILABLE);
   pb::Job stored;
   ASSERT_TRUE(GetJob(job.id(), &stored).ok());
   EXPECT_EQ(stored.state(), pb::JOB_STATE_RUNNING);

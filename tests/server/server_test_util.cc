@@ -1,9 +1,9 @@
 #include "tests/server/server_test_util.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
-
-#include <unistd.h>
 
 namespace anisoscope::server::testing {
 
@@ -17,9 +17,8 @@ std::chrono::system_clock::time_point Deadline(int seconds) {
 
 void ServerFixture::SetUp() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  base_ = fs::temp_directory_path() /
-          (std::string("server_test_") + info->test_suite_name() + "_" + info->name() + "_" +
-           std::to_string(::getpid()));
+  base_ = fs::temp_directory_path() / (std::string("server_test_") + info->test_suite_name() + "_" +
+                                       info->name() + "_" + std::to_string(::getpid()));
   fs::remove_all(base_);
   root_ = base_ / "root";
   outside_ = base_ / "outside";

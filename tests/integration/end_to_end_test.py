@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""The real server and the real CLI over loopback, on checkpoints of a real training run,
+compared with the float64 reference (tests/reference); bad input; kill and restart."""
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+import unittest
+
+from server_process import ServerProcess, wait_for
+
+FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "bert_run")
+STEPS = [0, 40, 120, 200]
+
+
+def reference(step):
+    with open(os.path.join(FIXTURE, "reference", f"step_{step}.json")) as f:
+        return json.load(f)
+
+
+def stored_steps(db):
+    with sqlite3.connect(db) as connection:
+        return connection.execute(
+            "SELECT step, COUNT(*) FROM steps GROUP BY step ORDER BY step").fetchall()
+
+
+class EndToEndTest(unittest.TestCase):
+    def setUp(self):
+        self.assertTrue(os.path.exists(os.path.join(FIXTURE, "probe.jsonl")),
+                        f"fixture bert_run missing at {FIXTURE}")
+        self.work = tempfile.mkdtemp(prefix="anisoscope_e2e_")
+        self.db = os.path.join(self.work, "metrics.db")
+        self.server = ServerProcess(self.db, [FIXTURE, self.work]).start()
+
+    def tearDown(self):
+        self.server.stop()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def submit(self, run, checkpoints, *extra):
+        return self.server.cli("submit", "--run", run, "--checkpoints", checkpoints,
+                               "--probe-tokens", os.path.join(FIXTURE, "probe.jsonl"), *extra)
+
+    def test_submit_wait_then_query_matches_reference(self):
+        result = self.submit("seed0", os.path.join(FIXTURE, "safetensors"), "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("step 200", result.stderr)
+
+        per_head = {"qk_mean_cosine": 2e-4, "attn_entropy": 2e-4, "q_anisotropy": 2e-4,
+                    "k_anisotropy": 2e-4}
+        for metric, tolerance in per_head.items():
+            rows = list(csv.DictReader(io.StringIO(self.server.cli(
+                "query", "--run", "seed0", "--metric", metric, "--format", "csv",
+                check=True).stdout)))
+            self.assertEqual(len(rows), len(STEPS) * 3 * 4, metric)
+            for row in rows:
+                want = reference(int(row["step"]))["heads"][int(row["layer"]) * 4 + int(row["head"])]
+                self.assertAlmostEqual(float(row["value"]), want[metric], delta=tolerance)
+        for metric in ("q_mean_norm", "qk_mean_dot"):
+            rows = csv.DictReader(io.StringIO(self.server.cli(
+                "query", "--run", "seed0", "--metric", metric, "--format", "csv",
+                check=True).stdout))
+            for row in rows:
+                want = reference(int(row["step"]))["heads"][int(row["layer"]) * 4 + int(row["head"])]
+                self.assertLess(abs(float(row["value"]) - want[metric]),
+                                1e-3 * max(abs(want[metric]), 1e-3), (metric, row))
+
+        rows = list(csv.DictReader(io.StringIO(self.server.cli(
+            "query", "--run", "seed0", "--metric", "hidden_anisotropy", "--layer", "3",
+            "--from-step", "40", "--format", "csv", check=True).stdout)))
+        self.assertEqual([int(r["step"]) for r in rows], [40, 120, 200])
+        for row in rows:
+            self.assertEqual(row["head"], "")
+            want = reference(int(row["step"]))["hidden_states"][3]["anisotropy"]
+            self.assertAlmostEqual(float(row["value"]), want, delta=2e-4)
+
+        vectors = json.loads(self.server.cli("vectors", "--run", "seed0", "--kind", "k_mean",
+                                             "--layer", "2", "--head", "1", check=True).stdout)
+        self.assertEqual([v["step"] for v in vectors], STEPS)
+        for entry in vectors:
+            want = reference(entry["step"])["heads"][2 * 4 + 1]["k_mean"]
+            scale = max(abs(x) for x in want)
+            for got, expected in zip(entry["values"], want):
+                self.assertLess(abs(got - expected), 1e-3 * scale)
+
+        table = self.server.cli("query", "--run", "seed0", "--metric", "attn_entropy",
+                                "--layer", "0", check=True).stdout
+        self.assertIn("200", table)
+
+    def test_resubmit_skips_and_force_replaces_without_duplicates(self):
+        checkpoints = os.path.join(FIXTURE, "bin")
+        self.assertEqual(self.submit("r", checkpoints, "--wait").returncode, 0)
+        again = self.submit("r", checkpoints, "--wait")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(again.stderr.count("skipped"), len(STEPS), again.stderr)
+        forced = self.submit("r", checkpoints, "--wait", "--force")
+        self.assertEqual(forced.returncode, 0, forced.stderr)
+        self.assertNotIn("skipped", forced.stderr)
+        self.assertEqual(stored_steps(self.db), [(s, 1) for s in STEPS])
+
+    def test_corrupt_checkpoint_fails_only_its_step(self):
+        run_dir = os.path.join(self.work, "run")
+        shutil.copytree(os.path.join(FIXTURE, "bin"), run_dir)
+        weights = os.path.join(run_dir, "step_120", "pytorch_model.bin")
+        with open(weights, "r+b") as f:
+            f.truncate(os.path.getsize(weights) // 3)
+        with open(os.path.join(run_dir, "step_40", "config.json"), "w") as f:
+            f.write("{not json")
+        result = self.submit("broken", run_dir, "--wait")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("pytorch_model.bin", result.stderr)
+        self.assertIn("config.json", result.stderr)
+        self.assertEqual(stored_steps(self.db), [(0, 1), (200, 1)])
+        job = re.search(r"job (\d+)", result.stdout + result.stderr).group(1)
+        status = self.server.cli("status", job)
+        self.assertIn("failed", status.stdout.lower())
+
+    def test_paths_outside_allowed_roots_are_refused(self):
+        result = self.submit("escape", "/etc")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("PERMISSION_DENIED", result.stderr)
+        os.symlink("/usr", os.path.join(self.work, "link"))
+        result = self.submit("escape", os.path.join(self.work, "link"))
+        self.assertIn("PERMISSION_DENIED", result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+    def test_unknown_run_and_job_are_clear_errors(self):
+        result = self.server.cli("query", "--run", "nope", "--metric", "attn_entropy")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("NOT_FOUND", result.stderr)
+        self.assertIn("NOT_FOUND", self.server.cli("status", "999").stderr)
+
+    def test_sigterm_drains_and_exits_cleanly(self):
+        self.assertEqual(self.server.terminate(), 0, self.server.read_log())
+
+
+class KillAndRestartTest(unittest.TestCase):
+    """SIGKILL in the middle of a job; the restarted server resumes it; nothing lost or
+    duplicated."""
+
+    def test_killed_server_resumes_without_lost_or_duplicated_steps(self):
+        work = tempfile.mkdtemp(prefix="anisoscope_restart_")
+        try:
+            run_dir = os.path.join(work, "run")
+            steps = list(range(100, 1300, 100))
+            for step in steps:  # 12 checkpoints, each a copy of a real one
+                shutil.copytree(os.path.join(FIXTURE, "bin", "step_200"),
+                                os.path.join(run_dir, f"step_{step}"))
+            probe = os.path.join(work, "probe.jsonl")
+            with open(os.path.join(FIXTURE, "probe.jsonl")) as src, open(probe, "w") as dst:
+                dst.write(src.read() * 20)  # slow enough to be killed mid-job
+            db = os.path.join(work, "metrics.db")
+            server = ServerProcess(db, [work], ["--batch-size", "1"]).start()
+            submitted = server.cli("submit", "--run", "long", "--checkpoints", run_dir,
+                                   "--probe-tokens", probe, "--samples", "240", check=True)
+            job = re.search(r"job (\d+)", submitted.stdout).group(1)
+            self.assertTrue(wait_for(lambda: len(stored_steps(db)) >= 2, timeout=300))
+            server.kill()
+            before = stored_steps(db)
+            self.assertLess(len(before), len(steps), "the job finished before the kill")
+
+            server = ServerProcess(db, [work]).start()
+            watched = server.cli("watch", job, timeout=600)
+            self.assertEqual(watched.returncode, 0, watched.stderr + server.read_log())
+            self.assertEqual(stored_steps(db), [(s, 1) for s in steps])
+            self.assertIn("succeeded", server.cli("status", job, check=True).stdout.lower())
+            server.stop()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
