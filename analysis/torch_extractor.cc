@@ -2,6 +2,7 @@
 // folds each batch into a MetricsObserver.
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <numeric>
 #include <thread>
 
@@ -43,6 +44,25 @@ absl::Status ValidateProbe(const Probe& probe, const ModelShape& shape,
     }
   }
   return absl::OkStatus();
+}
+
+// Casing from tokenizer_config.json (where Hugging Face keeps it), else config.json, else
+// uncased (MultiBERTs, bert-base-uncased).
+WordPieceTokenizer::Options TokenizerOptionsOf(const std::filesystem::path& checkpoint_dir,
+                                               const nlohmann::json& config) {
+  WordPieceTokenizer::Options options;
+  nlohmann::json tokenizer_config;
+  std::ifstream in(checkpoint_dir / "tokenizer_config.json");
+  if (in) tokenizer_config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  for (const nlohmann::json* source : std::initializer_list<const nlohmann::json*>{
+           &tokenizer_config, &config}) {
+    if (source->is_object() && source->contains("do_lower_case") &&
+        (*source)["do_lower_case"].is_boolean()) {
+      options.lower_case = (*source)["do_lower_case"].get<bool>();
+      break;
+    }
+  }
+  return options;
 }
 
 class TorchExtractor : public Extractor {
@@ -89,13 +109,9 @@ absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& ch
   if (spec.source == ProbeSource::kTokens) {
     return ReadTokenProbe(spec.file, spec.samples, seq_len);
   }
-  const std::filesystem::path vocab = checkpoint_dir / "vocab.txt";
-  WordPieceTokenizer::Options tokenizer_options;
-  if (config.contains("do_lower_case") && config["do_lower_case"].is_boolean()) {
-    tokenizer_options.lower_case = config["do_lower_case"].get<bool>();
-  }
   ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
-                   WordPieceTokenizer::Create(vocab, tokenizer_options));
+                   WordPieceTokenizer::Create(checkpoint_dir / "vocab.txt",
+                                              TokenizerOptionsOf(checkpoint_dir, config)));
   return BuildTextProbe(spec.file, *tokenizer, spec.mode, spec.samples, seq_len);
 }
 

@@ -119,3 +119,49 @@ TEST(ExtractorOptionsTest, BadDeviceAndDtypeAreRefused) {
 
 }  // namespace
 }  // namespace anisoscope::analysis
+
+namespace anisoscope::analysis {
+namespace {
+
+class ExtractorTextProbeTest : public ExtractorErrorsTest {};
+
+TEST_F(ExtractorTextProbeTest, TextWindowsUseTheCheckpointVocabulary) {
+  const fs::path text = dir_ / "probe.txt";
+  std::ofstream(text) << "the license grants you the right to copy the work\n\n"
+                         "and to distribute copies of the software under these terms\n";
+  ProbeSpec spec;
+  spec.source = ProbeSource::kText;
+  spec.file = text;
+  spec.samples = 2;
+  spec.seq_len = 8;
+  auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  ASSERT_EQ(probe->samples.size(), 2u);
+  for (const std::vector<int64_t>& sample : probe->samples) {
+    ASSERT_EQ(sample.size(), 8u);
+    EXPECT_EQ(sample.front(), 2);  // the fixture vocabulary's [CLS]
+    EXPECT_EQ(sample.back(), 3);   // [SEP]
+    for (size_t t = 1; t + 1 < sample.size(); ++t) EXPECT_NE(sample[t], 1) << "[UNK]";
+  }
+  EXPECT_TRUE(extractor_->Extract(dir_ / "ckpt", *probe, {}).ok());
+}
+
+TEST_F(ExtractorTextProbeTest, TokenizerConfigCanMakeTheTokenizerCased) {
+  const fs::path text = dir_ / "probe.txt";
+  std::ofstream(text) << "LICENSE\n";
+  ProbeSpec spec;
+  spec.source = ProbeSource::kText;
+  spec.file = text;
+  spec.mode = TextMode::kLines;
+  spec.seq_len = 8;
+  auto uncased = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  ASSERT_TRUE(uncased.ok()) << uncased.status();
+  EXPECT_NE(uncased->samples[0][1], 1);  // "license" is in the lower-case vocabulary
+  std::ofstream(dir_ / "ckpt" / "tokenizer_config.json") << R"({"do_lower_case": false})";
+  auto cased = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  ASSERT_TRUE(cased.ok()) << cased.status();
+  EXPECT_EQ(cased->samples[0][1], 1);  // "LICENSE" is not: [UNK]
+}
+
+}  // namespace
+}  // namespace anisoscope::analysis
