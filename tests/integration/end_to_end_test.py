@@ -14,7 +14,7 @@ import unittest
 from server_process import ServerProcess, wait_for
 
 FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "bert_run")
-STEPS = [0, 40, 120, 200]
+STEPS = [0, 100, 250, 400]
 
 
 def reference(step):
@@ -47,7 +47,7 @@ class EndToEndTest(unittest.TestCase):
     def test_submit_wait_then_query_matches_reference(self):
         result = self.submit("seed0", os.path.join(FIXTURE, "safetensors"), "--wait")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("step 200", result.stderr)
+        self.assertIn("step 400", result.stderr)
 
         per_head = {"qk_mean_cosine": 2e-4, "attn_entropy": 2e-4, "q_anisotropy": 2e-4,
                     "k_anisotropy": 2e-4}
@@ -70,8 +70,8 @@ class EndToEndTest(unittest.TestCase):
 
         rows = list(csv.DictReader(io.StringIO(self.server.cli(
             "query", "--run", "seed0", "--metric", "hidden_anisotropy", "--layer", "3",
-            "--from-step", "40", "--format", "csv", check=True).stdout)))
-        self.assertEqual([int(r["step"]) for r in rows], [40, 120, 200])
+            "--from-step", "100", "--format", "csv", check=True).stdout)))
+        self.assertEqual([int(r["step"]) for r in rows], [100, 250, 400])
         for row in rows:
             self.assertEqual(row["head"], "")
             want = reference(int(row["step"]))["hidden_states"][3]["anisotropy"]
@@ -88,7 +88,7 @@ class EndToEndTest(unittest.TestCase):
 
         table = self.server.cli("query", "--run", "seed0", "--metric", "attn_entropy",
                                 "--layer", "0", check=True).stdout
-        self.assertIn("200", table)
+        self.assertIn("400", table)
 
     def test_resubmit_skips_and_force_replaces_without_duplicates(self):
         checkpoints = os.path.join(FIXTURE, "bin")
@@ -104,16 +104,16 @@ class EndToEndTest(unittest.TestCase):
     def test_corrupt_checkpoint_fails_only_its_step(self):
         run_dir = os.path.join(self.work, "run")
         shutil.copytree(os.path.join(FIXTURE, "bin"), run_dir)
-        weights = os.path.join(run_dir, "step_120", "pytorch_model.bin")
+        weights = os.path.join(run_dir, "step_250", "pytorch_model.bin")
         with open(weights, "r+b") as f:
             f.truncate(os.path.getsize(weights) // 3)
-        with open(os.path.join(run_dir, "step_40", "config.json"), "w") as f:
+        with open(os.path.join(run_dir, "step_100", "config.json"), "w") as f:
             f.write("{not json")
         result = self.submit("broken", run_dir, "--wait")
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("pytorch_model.bin", result.stderr)
         self.assertIn("config.json", result.stderr)
-        self.assertEqual(stored_steps(self.db), [(0, 1), (200, 1)])
+        self.assertEqual(stored_steps(self.db), [(0, 1), (400, 1)])
         job = re.search(r"job (\d+)", result.stdout + result.stderr).group(1)
         status = self.server.cli("status", job)
         self.assertIn("failed", status.stdout.lower())
@@ -147,7 +147,7 @@ class KillAndRestartTest(unittest.TestCase):
             run_dir = os.path.join(work, "run")
             steps = list(range(100, 1300, 100))
             for step in steps:  # 12 checkpoints, each a copy of a real one
-                shutil.copytree(os.path.join(FIXTURE, "bin", "step_200"),
+                shutil.copytree(os.path.join(FIXTURE, "bin", "step_400"),
                                 os.path.join(run_dir, f"step_{step}"))
             probe = os.path.join(work, "probe.jsonl")
             with open(os.path.join(FIXTURE, "probe.jsonl")) as src, open(probe, "w") as dst:
