@@ -1,6 +1,7 @@
 // The engine against the independent float64 reference (tests/reference) on checkpoints of
 // a real (tiny) training run, in both file formats, with padding in the probe.
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,9 +34,17 @@ nlohmann::json ReadJson(const fs::path& path) {
   return nlohmann::json::parse(in);
 }
 
+// The largest deviations seen, printed once per format for the README's figures.
+struct Deviations {
+  double absolute = 0;  // cosines, entropies, anisotropies
+  double relative = 0;  // norms, dots
+  void Absolute(double a, double b) { absolute = std::max(absolute, std::abs(a - b)); }
+  void Relative(double value) { relative = std::max(relative, value); }
+};
+
 // Cosines, entropies, anisotropies: absolute 2e-4. Norms, dots: relative 1e-3.
 void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& want,
-                            const std::string& where) {
+                            const std::string& where, Deviations& deviations) {
   ASSERT_EQ(got.num_tokens, want["num_tokens"].get<int64_t>()) << where;
   ASSERT_EQ(got.heads.size(), want["heads"].size()) << where;
   auto relative = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-3); };
@@ -46,6 +55,13 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
                            std::to_string(g.head);
     ASSERT_EQ(g.layer, w["layer"].get<int>()) << at;
     ASSERT_EQ(g.head, w["head"].get<int>()) << at;
+    deviations.Absolute(g.qk_mean_cosine, w["qk_mean_cosine"].get<double>());
+    deviations.Absolute(g.attn_entropy, w["attn_entropy"].get<double>());
+    deviations.Absolute(g.q_anisotropy, w["q_anisotropy"].get<double>());
+    deviations.Absolute(g.k_anisotropy, w["k_anisotropy"].get<double>());
+    deviations.Relative(relative(g.q_mean_norm, w["q_mean_norm"].get<double>()));
+    deviations.Relative(relative(g.k_mean_norm, w["k_mean_norm"].get<double>()));
+    deviations.Relative(relative(g.qk_mean_dot, w["qk_mean_dot"].get<double>()));
     EXPECT_NEAR(g.qk_mean_cosine, w["qk_mean_cosine"].get<double>(), 2e-4) << at;
     EXPECT_NEAR(g.attn_entropy, w["attn_entropy"].get<double>(), 2e-4) << at;
     EXPECT_NEAR(g.q_anisotropy, w["q_anisotropy"].get<double>(), 2e-4) << at;
@@ -63,6 +79,8 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
   for (size_t i = 0; i < got.hidden_states.size(); ++i) {
     const nlohmann::json& w = want["hidden_states"][i];
     const std::string at = where + " hidden state " + std::to_string(i);
+    deviations.Absolute(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>());
+    deviations.Relative(relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()));
     EXPECT_NEAR(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>(), 2e-4) << at;
     EXPECT_LT(relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()), 1e-3)
         << at;
@@ -77,6 +95,7 @@ TEST_P(ExtractorReferenceTest, MatchesFloat64ReferenceAtEveryStep) {
   auto extractor = CreateTorchExtractor(CpuOptions(5));
   ASSERT_TRUE(extractor.ok()) << extractor.status();
   int compared = 0;
+  Deviations deviations;
   for (const char* step : {"0", "100", "250", "400"}) {
     const fs::path checkpoint = run / GetParam() / (std::string("step_") + step);
     ProbeSpec spec;
@@ -88,10 +107,13 @@ TEST_P(ExtractorReferenceTest, MatchesFloat64ReferenceAtEveryStep) {
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     ExpectMatchesReference(*metrics, ReadJson(run / "reference" / (std::string("step_") + step +
                                                                   ".json")),
-                           GetParam() + " step " + step);
+                           GetParam() + " step " + step, deviations);
     ++compared;
   }
   EXPECT_EQ(compared, 4);
+  std::printf("%s: largest deviation from the reference: %.2e absolute (cosines, entropies, "
+              "anisotropies), %.2e relative (norms, dots)\n",
+              GetParam().c_str(), deviations.absolute, deviations.relative);
 }
 
 // The comparison above means something only if training moved attention away from uniform.
