@@ -18,6 +18,7 @@
 
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/extractor.h"
+#include "analysis/models/transformer_model.h"
 
 namespace anisoscope::analysis {
 namespace {

@@ -1,4 +1,5 @@
 // CheckpointMetrics: everything METRICS.md defines, for one checkpoint and one probe.
+// Plain data, no LibTorch: the server includes it.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/models/transformer_model.h"
+#include "analysis/models/model_shape.h"
 
 namespace anisoscope::analysis {
 

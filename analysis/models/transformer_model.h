@@ -8,19 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/checkpoint/checkpoint.h"
+#include "analysis/models/model_shape.h"
 
 namespace anisoscope::analysis {
-
-struct ModelShape {
-  std::string family;  // config.json model_type, e.g. "bert"
-  int num_layers = 0;
-  int num_heads = 0;
-  int head_dim = 0;
-  int hidden_size = 0;
-  int64_t vocab_size = 0;
-  int64_t max_positions = 0;
-  bool causal = false;
-};
 
 // Receives a forward's internals, one block at a time, on the forward's thread. Tensors
 // are valid only during the call: an observer reduces them and keeps nothing large.
