@@ -22,6 +22,23 @@ def reference(step):
         return json.load(f)
 
 
+def make_long_run(work, count=12):
+    """`count` copies of a real checkpoint and a probe slow enough to interrupt a job."""
+    run_dir = os.path.join(work, "run")
+    steps = list(range(100, 100 * (count + 1), 100))
+    for step in steps:
+        shutil.copytree(os.path.join(FIXTURE, "bin", "step_400"),
+                        os.path.join(run_dir, f"step_{step}"))
+    probe = os.path.join(work, "probe.jsonl")
+    with open(os.path.join(FIXTURE, "probe.jsonl")) as src, open(probe, "w") as dst:
+        dst.write(src.read() * 20)
+    return run_dir, probe, steps
+
+
+def job_id(output):
+    return re.search(r"job (\d+)", output).group(1)
+
+
 def stored_steps(db):
     with sqlite3.connect(db) as connection:
         return connection.execute(
@@ -114,7 +131,7 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("pytorch_model.bin", result.stderr)
         self.assertIn("config.json", result.stderr)
         self.assertEqual(stored_steps(self.db), [(0, 1), (400, 1)])
-        job = re.search(r"job (\d+)", result.stdout + result.stderr).group(1)
+        job = job_id(result.stdout + result.stderr)
         status = self.server.cli("status", job)
         self.assertIn("failed", status.stdout.lower())
 
@@ -133,6 +150,34 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("NOT_FOUND", result.stderr)
         self.assertIn("NOT_FOUND", self.server.cli("status", "999").stderr)
 
+    def test_explicit_checkpoints_runs_and_jobs(self):
+        result = self.server.cli(
+            "submit", "--run", "explicit",
+            "--checkpoint", f"7={os.path.join(FIXTURE, 'bin', 'step_0')}",
+            "--checkpoint", f"9={os.path.join(FIXTURE, 'legacy', 'step_400')}",
+            "--probe-tokens", os.path.join(FIXTURE, "probe.jsonl"), "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        points = json.loads(self.server.cli("query", "--run", "explicit", "--metric",
+                                            "attn_entropy", "--format", "json",
+                                            check=True).stdout)
+        self.assertEqual(sorted({p["step"] for p in points}), [7, 9])
+        runs = self.server.cli("runs", check=True).stdout
+        self.assertRegex(runs, r"explicit\s+bert\s+3x4")
+        self.assertRegex(self.server.cli("jobs", check=True).stdout, r"explicit\s+succeeded")
+
+    def test_cancel_stops_a_running_job(self):
+        run_dir, probe, steps = make_long_run(self.work)
+        job = job_id(self.server.cli("submit", "--run", "c", "--checkpoints", run_dir,
+                                     "--probe-tokens", probe, "--samples", "240",
+                                     check=True).stdout)
+        self.assertTrue(wait_for(lambda: len(stored_steps(self.db)) >= 1, timeout=300))
+        self.assertEqual(self.server.cli("cancel", job).returncode, 0)
+        self.assertNotEqual(self.server.cli("watch", job).returncode, 0)
+        self.assertIn("cancelled", self.server.cli("status", job, check=True).stdout.lower())
+        stored = stored_steps(self.db)
+        self.assertLess(len(stored), len(steps))
+        self.assertTrue(all(count == 1 for _, count in stored))
+
     def test_sigterm_drains_and_exits_cleanly(self):
         self.assertEqual(self.server.terminate(), 0, self.server.read_log())
 
@@ -144,19 +189,12 @@ class KillAndRestartTest(unittest.TestCase):
     def test_killed_server_resumes_without_lost_or_duplicated_steps(self):
         work = tempfile.mkdtemp(prefix="anisoscope_restart_")
         try:
-            run_dir = os.path.join(work, "run")
-            steps = list(range(100, 1300, 100))
-            for step in steps:  # 12 checkpoints, each a copy of a real one
-                shutil.copytree(os.path.join(FIXTURE, "bin", "step_400"),
-                                os.path.join(run_dir, f"step_{step}"))
-            probe = os.path.join(work, "probe.jsonl")
-            with open(os.path.join(FIXTURE, "probe.jsonl")) as src, open(probe, "w") as dst:
-                dst.write(src.read() * 20)  # slow enough to be killed mid-job
+            run_dir, probe, steps = make_long_run(work)
             db = os.path.join(work, "metrics.db")
             server = ServerProcess(db, [work], ["--batch-size", "1"]).start()
             submitted = server.cli("submit", "--run", "long", "--checkpoints", run_dir,
                                    "--probe-tokens", probe, "--samples", "240", check=True)
-            job = re.search(r"job (\d+)", submitted.stdout).group(1)
+            job = job_id(submitted.stdout)
             self.assertTrue(wait_for(lambda: len(stored_steps(db)) >= 2, timeout=300))
             server.kill()
             before = stored_steps(db)

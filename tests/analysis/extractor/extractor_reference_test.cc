@@ -116,6 +116,33 @@ TEST_P(ExtractorReferenceTest, MatchesFloat64ReferenceAtEveryStep) {
               GetParam().c_str(), deviations.absolute, deviations.relative);
 }
 
+// Extracts `checkpoint` (relative to the fixture) with the fixture probe.
+CheckpointMetrics ExtractFixture(const std::string& checkpoint) {
+  auto extractor = CreateTorchExtractor(CpuOptions(5));
+  EXPECT_TRUE(extractor.ok()) << extractor.status();
+  ProbeSpec spec;
+  spec.file = FixtureDir() / "probe.jsonl";
+  auto probe = (*extractor)->BuildProbe(FixtureDir() / checkpoint, spec);
+  EXPECT_TRUE(probe.ok()) << probe.status();
+  auto metrics = (*extractor)->Extract(FixtureDir() / checkpoint, *probe, {});
+  EXPECT_TRUE(metrics.ok()) << metrics.status();
+  return metrics.ok() ? *metrics : CheckpointMetrics();
+}
+
+TEST(ExtractorVariantsTest, UnprefixedNamesWithGammaBetaMatchTheReference) {
+  Deviations deviations;
+  ExpectMatchesReference(ExtractFixture("legacy/step_400"),
+                         ReadJson(FixtureDir() / "reference" / "step_400.json"),
+                         "legacy step 400", deviations);
+}
+
+TEST(ExtractorVariantsTest, Float16WeightsComputedInFloat32MatchTheirReference) {
+  Deviations deviations;
+  ExpectMatchesReference(ExtractFixture("fp16/step_400"),
+                         ReadJson(FixtureDir() / "reference" / "fp16_step_400.json"),
+                         "fp16 step 400", deviations);
+}
+
 // The comparison above means something only if training moved attention away from uniform.
 TEST(ExtractorReferenceFixtureTest, FixtureHasRealTrainingDynamics) {
   auto mean_entropy = [](const nlohmann::json& reference) {
