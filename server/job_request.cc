@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/checkpoint/step_discovery.h"
+#include "analysis/probe/probe.h"
 #include "server/proto_convert.h"
 
 namespace anisoscope::server {
@@ -26,6 +28,21 @@ absl::Status ValidateRunName(const std::string& run) {
     }
   }
   return absl::OkStatus();
+}
+
+// Catches a malformed probe at submit time rather than once per checkpoint. A token file is
+// read (its first `samples` lines only); text needs each checkpoint's vocabulary, so only
+// its sequence length can be checked here.
+absl::Status CheckProbe(const storage::JobSpec& spec) {
+  if (spec.probe_source == "text") {
+    if (spec.seq_len != 0 && spec.seq_len < 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "probe.seq_len must be at least 3 for a text probe ([CLS] … [SEP]), got ", spec.seq_len));
+    }
+    return absl::OkStatus();
+  }
+  const int64_t seq_len = spec.seq_len > 0 ? spec.seq_len : std::numeric_limits<int64_t>::max();
+  return analysis::ReadTokenProbe(spec.probe_path, spec.samples, seq_len).status();
 }
 
 absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& request,
@@ -54,6 +71,7 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
         absl::StrCat("probe file '", request.probe().path(), "' is not a regular file"));
   }
   spec.probe_path = probe_path->string();
+  if (absl::Status status = CheckProbe(spec); !status.ok()) return status;
 
   if (has_dir) {
     absl::StatusOr<fs::path> dir = policy.Resolve(request.checkpoints_dir(), "checkpoints_dir");

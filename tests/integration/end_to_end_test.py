@@ -144,6 +144,21 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("PERMISSION_DENIED", result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
 
+    def test_malformed_probe_is_refused_at_submit(self):
+        bad = os.path.join(self.work, "bad.jsonl")
+        with open(bad, "w") as f:
+            f.write("[2, 5, 3]\n{\"ids\": [1]}\n")
+        result = self.server.cli("submit", "--run", "p", "--checkpoints",
+                                 os.path.join(FIXTURE, "bin"), "--probe-tokens", bad)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("INVALID_ARGUMENT", result.stderr)
+        self.assertIn("bad.jsonl line 2", result.stderr)
+        self.assertNotIn(" p ", self.server.cli("jobs", check=True).stdout)
+        text = self.server.cli("submit", "--run", "p", "--checkpoints",
+                               os.path.join(FIXTURE, "bin"), "--probe-text", bad,
+                               "--seq-len", "2")
+        self.assertIn("at least 3", text.stderr)
+
     def test_unknown_run_and_job_are_clear_errors(self):
         result = self.server.cli("query", "--run", "nope", "--metric", "attn_entropy")
         self.assertEqual(result.returncode, 1)
