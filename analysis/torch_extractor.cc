@@ -1,14 +1,14 @@
 // The LibTorch Extractor: loads a checkpoint, runs the probe in length-sorted batches and
 // folds each batch into a MetricsObserver.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <numeric>
 #include <thread>
-
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <c10/core/InferenceMode.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -32,8 +32,8 @@ absl::Status ValidateProbe(const Probe& probe, const ModelShape& shape,
     }
     if (static_cast<int64_t>(sample.size()) > shape.max_positions) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "probe sample ", s, " has ", sample.size(), " tokens, more than ",
-          config_path.string(), " max_position_embeddings (", shape.max_positions, ")"));
+          "probe sample ", s, " has ", sample.size(), " tokens, more than ", config_path.string(),
+          " max_position_embeddings (", shape.max_positions, ")"));
     }
     for (size_t t = 0; t < sample.size(); ++t) {
       if (sample[t] < 0 || sample[t] >= shape.vocab_size) {
@@ -54,8 +54,8 @@ WordPieceTokenizer::Options TokenizerOptionsOf(const std::filesystem::path& chec
   nlohmann::json tokenizer_config;
   std::ifstream in(checkpoint_dir / "tokenizer_config.json");
   if (in) tokenizer_config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  for (const nlohmann::json* source : std::initializer_list<const nlohmann::json*>{
-           &tokenizer_config, &config}) {
+  for (const nlohmann::json* source :
+       std::initializer_list<const nlohmann::json*>{&tokenizer_config, &config}) {
     if (source->is_object() && source->contains("do_lower_case") &&
         (*source)["do_lower_case"].is_boolean()) {
       options.lower_case = (*source)["do_lower_case"].get<bool>();
@@ -94,17 +94,16 @@ absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& ch
   int64_t seq_len = spec.seq_len;
   if (seq_len == 0) {
     if (max_positions <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          (checkpoint_dir / "config.json").string(),
-          ": field 'max_position_embeddings' is missing; pass --seq-len"));
+      return absl::InvalidArgumentError(
+          absl::StrCat((checkpoint_dir / "config.json").string(),
+                       ": field 'max_position_embeddings' is missing; pass --seq-len"));
     }
     seq_len = max_positions;
   }
   if (max_positions > 0 && seq_len > max_positions) {
-    return absl::InvalidArgumentError(absl::StrCat("--seq-len ", seq_len, " exceeds ",
-                                                   (checkpoint_dir / "config.json").string(),
-                                                   " max_position_embeddings (", max_positions,
-                                                   ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seq-len ", seq_len, " exceeds ", (checkpoint_dir / "config.json").string(),
+                     " max_position_embeddings (", max_positions, ")"));
   }
   if (spec.source == ProbeSource::kTokens) {
     return ReadTokenProbe(spec.file, spec.samples, seq_len);
@@ -155,8 +154,8 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   const int total = static_cast<int>((order.size() + batch_size - 1) / batch_size);
   for (int batch = 0; batch < total; ++batch) {
     if (callbacks.cancelled && callbacks.cancelled()) {
-      return absl::CancelledError(absl::StrCat("checkpoint ", checkpoint_dir.string(),
-                                               ": extraction cancelled"));
+      return absl::CancelledError(
+          absl::StrCat("checkpoint ", checkpoint_dir.string(), ": extraction cancelled"));
     }
     const size_t first = static_cast<size_t>(batch) * batch_size;
     const size_t last = std::min(order.size(), first + batch_size);
@@ -178,8 +177,7 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
     if (callbacks.progress) callbacks.progress(batch + 1, total);
   }
   CheckpointMetrics metrics = observer.Finish();
-  metrics.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return metrics;
 }
 

@@ -3,6 +3,9 @@
 //
 //   build/bin/extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--threads N]
 //                           [--batch-size N] [--repeats N]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -11,10 +14,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <c10/core/InferenceMode.h>
 
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/extractor.h"
@@ -76,10 +75,14 @@ int Main(int argc, char** argv) {
   int repeats = 3;
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--device") options.device = argv[i + 1];
-    else if (flag == "--threads") options.num_threads = std::atoi(argv[i + 1]);
-    else if (flag == "--batch-size") options.batch_size = std::atoi(argv[i + 1]);
-    else if (flag == "--repeats") repeats = std::atoi(argv[i + 1]);
+    if (flag == "--device")
+      options.device = argv[i + 1];
+    else if (flag == "--threads")
+      options.num_threads = std::atoi(argv[i + 1]);
+    else if (flag == "--batch-size")
+      options.batch_size = std::atoi(argv[i + 1]);
+    else if (flag == "--repeats")
+      repeats = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "extract_bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -97,8 +100,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "extract_bench: %s\n", probe.status().ToString().c_str());
     return 1;
   }
-  std::printf("checkpoint %s, probe %zu x %lld tokens, device %s, %d threads, batch %d\n",
-              argv[1], probe->samples.size(), static_cast<long long>(probe->max_length()),
+  std::printf("checkpoint %s, probe %zu x %lld tokens, device %s, %d threads, batch %d\n", argv[1],
+              probe->samples.size(), static_cast<long long>(probe->max_length()),
               options.device.c_str(), at::get_num_threads(), options.batch_size);
   double best_extract = 1e30, best_forward = 1e30;
   for (int r = 0; r < repeats; ++r) {

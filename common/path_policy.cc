@@ -49,9 +49,9 @@ absl::StatusOr<std::filesystem::path> PathPolicy::Resolve(const std::string& pat
   for (const std::filesystem::path& root : roots_) {
     if (IsWithin(canonical, root)) return canonical;
   }
-  return absl::PermissionDeniedError(absl::StrCat(
-      what, " '", path, "' resolves to '", canonical.string(),
-      "', which is outside every --allow-root"));
+  return absl::PermissionDeniedError(absl::StrCat(what, " '", path, "' resolves to '",
+                                                  canonical.string(),
+                                                  "', which is outside every --allow-root"));
 }
 
 }  // namespace anisoscope

@@ -9,10 +9,10 @@
 #define ANISOSCOPE_CONCAT(a, b) ANISOSCOPE_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                    \
-  do {                                           \
-    const absl::Status _status = (expr);         \
-    if (!_status.ok()) return _status;           \
+#define RETURN_IF_ERROR(expr)            \
+  do {                                   \
+    const absl::Status _status = (expr); \
+    if (!_status.ok()) return _status;   \
   } while (false)
 
 // `ASSIGN_OR_RETURN(auto x, MakeX());` declares `x` or returns the error.

@@ -122,10 +122,10 @@ struct JobSpec {
   std::string run;
   std::string probe_source;  // "tokens" or "text"
   std::string probe_path;
-  std::string probe_mode;    // "windows" or "lines" (text only)
+  std::string probe_mode;  // "windows" or "lines" (text only)
   int64_t samples = 128;
-  int64_t seq_len = 0;       // 0: the model's maximum
-  bool force = false;        // recompute steps already stored
+  int64_t seq_len = 0;                      // 0: the model's maximum
+  bool force = false;                       // recompute steps already stored
   std::vector<CheckpointSpec> checkpoints;  // ascending step
 };
 

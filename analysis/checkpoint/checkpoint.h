@@ -6,14 +6,14 @@
 // dtype (F32, F16, BF16); models convert them. Immutable after Load; thread-compatible.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 

@@ -3,9 +3,9 @@
 namespace anisoscope::analysis {
 
 const std::vector<std::string>& PerHeadMetricNames() {
-  static const std::vector<std::string> names = {
-      "q_mean_norm",  "k_mean_norm",  "qk_mean_dot", "qk_mean_cosine",
-      "attn_entropy", "q_anisotropy", "k_anisotropy"};
+  static const std::vector<std::string> names = {"q_mean_norm",    "k_mean_norm",  "qk_mean_dot",
+                                                 "qk_mean_cosine", "attn_entropy", "q_anisotropy",
+                                                 "k_anisotropy"};
   return names;
 }
 
@@ -19,9 +19,9 @@ const std::vector<std::string>& VectorKinds() {
   return kinds;
 }
 
-void ForEachScalar(const CheckpointMetrics& metrics,
-                   const std::function<void(std::string_view name, int layer, int head,
-                                            double value)>& fn) {
+void ForEachScalar(
+    const CheckpointMetrics& metrics,
+    const std::function<void(std::string_view name, int layer, int head, double value)>& fn) {
   for (const HeadMetrics& m : metrics.heads) {
     const double values[] = {m.q_mean_norm,  m.k_mean_norm,  m.qk_mean_dot, m.qk_mean_cosine,
                              m.attn_entropy, m.q_anisotropy, m.k_anisotropy};

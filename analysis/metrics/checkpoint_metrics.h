@@ -37,7 +37,7 @@ struct HiddenStateMetrics {
 struct CheckpointMetrics {
   ModelShape shape;
   int64_t num_samples = 0;
-  int64_t num_tokens = 0;  // valid tokens
+  int64_t num_tokens = 0;          // valid tokens
   std::vector<HeadMetrics> heads;  // layer-major, then head
   std::vector<HiddenStateMetrics> hidden_states;
   double seconds = 0;  // wall time of load + forward + metrics
@@ -51,8 +51,8 @@ const std::vector<std::string>& VectorKinds();
 
 // Calls `fn(name, layer, head, value)` for every scalar; head is -1 for hidden states,
 // whose `layer` is the hidden-state index.
-void ForEachScalar(const CheckpointMetrics& metrics,
-                   const std::function<void(std::string_view name, int layer, int head,
-                                            double value)>& fn);
+void ForEachScalar(
+    const CheckpointMetrics& metrics,
+    const std::function<void(std::string_view name, int layer, int head, double value)>& fn);
 
 }  // namespace anisoscope::analysis

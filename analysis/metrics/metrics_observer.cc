@@ -42,7 +42,8 @@ void MetricsObserver::OnAttention(int layer, const at::Tensor& query, const at::
   keys_[layer].Add(key, valid_, valid_count_);
   // H_i = -Σ_j p_ij ln p_ij (entr(0) = 0), summed over valid query positions i.
   const at::Tensor row_entropy = at::special_entr(probs.to(at::kFloat)).sum(-1);  // [B, H, T]
-  entropy_sum_[layer] += (row_entropy.to(at::kDouble) * valid_.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
+  entropy_sum_[layer] +=
+      (row_entropy.to(at::kDouble) * valid_.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
 }
 
 CheckpointMetrics MetricsObserver::Finish() const {

@@ -5,10 +5,10 @@
 // call that hands it over. Not thread-safe: one observer per forward loop.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "analysis/metrics/checkpoint_metrics.h"
 #include "analysis/metrics/vector_accumulator.h"
@@ -38,8 +38,8 @@ class MetricsObserver : public ForwardObserver {
   int64_t num_samples_ = 0;
   std::vector<VectorAccumulator> queries_;  // per layer, H groups
   std::vector<VectorAccumulator> keys_;
-  std::vector<VectorAccumulator> hidden_;   // per hidden state, 1 group
-  at::Tensor entropy_sum_;                  // [L, H] float64
+  std::vector<VectorAccumulator> hidden_;  // per hidden state, 1 group
+  at::Tensor entropy_sum_;                 // [L, H] float64
 };
 
 }  // namespace anisoscope::analysis

@@ -6,9 +6,9 @@
 // Not thread-safe.
 #pragma once
 
-#include <cstdint>
-
 #include <ATen/ATen.h>
+
+#include <cstdint>
 
 namespace anisoscope::analysis {
 

@@ -25,12 +25,11 @@ absl::StatusOr<BertConfig> BertConfig::FromCheckpoint(const Checkpoint& checkpoi
   ASSIGN_OR_RETURN(config.type_vocab_size, reader.PositiveInt("type_vocab_size", 2));
   ASSIGN_OR_RETURN(config.layer_norm_eps, reader.PositiveNumber("layer_norm_eps", 1e-12));
   ASSIGN_OR_RETURN(config.hidden_act, reader.String("hidden_act", "gelu"));
-  ASSIGN_OR_RETURN(std::string position_type,
-                   reader.String("position_embedding_type", "absolute"));
+  ASSIGN_OR_RETURN(std::string position_type, reader.String("position_embedding_type", "absolute"));
   if (config.hidden_size % config.num_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        reader.Describe("hidden_size"), " (", config.hidden_size,
-        ") is not a multiple of num_attention_heads (", config.num_heads, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.Describe("hidden_size"), " (", config.hidden_size,
+                     ") is not a multiple of num_attention_heads (", config.num_heads, ")"));
   }
   if (config.hidden_act != "gelu" && config.hidden_act != "gelu_new" &&
       config.hidden_act != "relu") {
@@ -39,9 +38,8 @@ absl::StatusOr<BertConfig> BertConfig::FromCheckpoint(const Checkpoint& checkpoi
                                                    "' is not supported (gelu, gelu_new, relu)"));
   }
   if (position_type != "absolute") {
-    return absl::InvalidArgumentError(absl::StrCat(reader.Describe("position_embedding_type"),
-                                                   " '", position_type,
-                                                   "' is not supported (absolute)"));
+    return absl::InvalidArgumentError(absl::StrCat(reader.Describe("position_embedding_type"), " '",
+                                                   position_type, "' is not supported (absolute)"));
   }
   return config;
 }
@@ -85,9 +83,9 @@ absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& c
                    weights.Get("embeddings.word_embeddings.weight", {config.vocab_size, d}));
   ASSIGN_OR_RETURN(model->position_embeddings_,
                    weights.Get("embeddings.position_embeddings.weight", {config.max_positions, d}));
-  ASSIGN_OR_RETURN(model->token_type_embeddings_,
-                   weights.Get("embeddings.token_type_embeddings.weight",
-                               {config.type_vocab_size, d}));
+  ASSIGN_OR_RETURN(
+      model->token_type_embeddings_,
+      weights.Get("embeddings.token_type_embeddings.weight", {config.type_vocab_size, d}));
   ASSIGN_OR_RETURN(model->embedding_norm_, layer_norm("embeddings.LayerNorm"));
 
   for (int64_t l = 0; l < config.num_layers; ++l) {
@@ -107,8 +105,7 @@ absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& c
 }
 
 at::Tensor BertModel::LayerNorm(const at::Tensor& x, const LayerNormWeights& norm) const {
-  return at::layer_norm(x, {config_.hidden_size}, norm.weight, norm.bias,
-                        config_.layer_norm_eps);
+  return at::layer_norm(x, {config_.hidden_size}, norm.weight, norm.bias, config_.layer_norm_eps);
 }
 
 at::Tensor BertModel::Activation(const at::Tensor& x) const {
@@ -150,8 +147,8 @@ at::Tensor BertModel::RunBlock(int layer, const at::Tensor& hidden, const at::Te
   scores.reset();
   observer.OnAttention(layer, query, key, probs);
 
-  at::Tensor context = at::matmul(probs, value).permute({0, 2, 1, 3}).reshape(
-      {batch, length, config_.hidden_size});
+  at::Tensor context =
+      at::matmul(probs, value).permute({0, 2, 1, 3}).reshape({batch, length, config_.hidden_size});
   probs.reset();
   at::Tensor attended = LayerNorm(
       at::linear(context, block.attention_output.weight, block.attention_output.bias) + hidden,

@@ -3,11 +3,11 @@
 // run concurrently from several threads.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "absl/status/statusor.h"
 #include "analysis/checkpoint/checkpoint.h"

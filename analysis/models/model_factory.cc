@@ -46,10 +46,10 @@ absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& 
                      BertModel::Create(checkpoint, device, dtype));
     return std::unique_ptr<TransformerModel>(std::move(model));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      checkpoint.config_path().string(), ": model family '",
-      family.empty() ? "(none: no model_type or architectures)" : family,
-      "' is not supported; supported families: ", kSupportedFamilies));
+  return absl::InvalidArgumentError(
+      absl::StrCat(checkpoint.config_path().string(), ": model family '",
+                   family.empty() ? "(none: no model_type or architectures)" : family,
+                   "' is not supported; supported families: ", kSupportedFamilies));
 }
 
 }  // namespace anisoscope::analysis

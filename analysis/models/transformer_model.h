@@ -1,10 +1,10 @@
 // TransformerModel: the forward pass of one model family, reporting its internals.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <memory>
 #include <string>
-
-#include <ATen/ATen.h>
 
 #include "absl/status/statusor.h"
 #include "analysis/checkpoint/checkpoint.h"

@@ -32,8 +32,7 @@ WeightLookup::WeightLookup(const Checkpoint& checkpoint, std::vector<std::string
                            at::TensorOptions target)
     : checkpoint_(checkpoint), prefixes_(std::move(prefixes)), target_(target) {}
 
-const StoredTensor* WeightLookup::FindAny(const std::string& name,
-                                          std::string* found_name) const {
+const StoredTensor* WeightLookup::FindAny(const std::string& name, std::string* found_name) const {
   for (const std::string& alias : Aliases(name)) {
     for (const std::string& prefix : prefixes_) {
       const std::string full = prefix + alias;
@@ -53,19 +52,18 @@ absl::StatusOr<at::Tensor> WeightLookup::Get(const std::string& name,
   if (stored == nullptr) {
     std::vector<std::string> files;
     for (const auto& file : checkpoint_.weight_files()) files.push_back(file.string());
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' is missing from ",
-                                                   absl::StrJoin(files, ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "' is missing from ", absl::StrJoin(files, ", ")));
   }
   if (stored->tensor.sizes() != at::IntArrayRef(shape)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor '", found_name, "' in ", stored->file.string(), " has shape ",
-        ShapeString(stored->tensor.sizes()), ", expected ", ShapeString(shape), " from ",
-        checkpoint_.config_path().string()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", found_name, "' in ", stored->file.string(), " has shape ",
+                     ShapeString(stored->tensor.sizes()), ", expected ", ShapeString(shape),
+                     " from ", checkpoint_.config_path().string()));
   }
   if (!stored->tensor.is_floating_point()) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", found_name, "' in ",
-                                                   stored->file.string(),
-                                                   " is not floating point"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", found_name, "' in ", stored->file.string(), " is not floating point"));
   }
   return stored->tensor.to(target_).contiguous();
 }

@@ -2,11 +2,11 @@
 // and converts them to the compute device and dtype. Errors name tensor and file.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "absl/status/statusor.h"
 #include "analysis/checkpoint/checkpoint.h"

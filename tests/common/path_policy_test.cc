@@ -1,9 +1,9 @@
 #include "common/path_policy.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 namespace anisoscope {
 namespace {

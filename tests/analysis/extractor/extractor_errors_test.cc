@@ -1,10 +1,10 @@
 // Bad input reaching the engine fails with a status naming the file and field.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "analysis/extractor.h"
 
@@ -53,8 +53,7 @@ class ExtractorErrorsTest : public ::testing::Test {
 TEST_F(ExtractorErrorsTest, TokenIdOutOfVocabularyNamesSampleAndConfig) {
   const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3]\n[2, 999999, 3]\n"));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("sample 1 token 1 has id 999999"), std::string::npos)
-      << status;
+  EXPECT_NE(status.message().find("sample 1 token 1 has id 999999"), std::string::npos) << status;
   EXPECT_NE(status.message().find("config.json"), std::string::npos) << status;
 }
 

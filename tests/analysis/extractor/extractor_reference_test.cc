@@ -1,14 +1,15 @@
 // The engine against the independent float64 reference (tests/reference) on checkpoints of
 // a real (tiny) training run, in both file formats, with padding in the probe.
+#include <ATen/Context.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "analysis/extractor.h"
 
@@ -51,8 +52,8 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
   for (size_t i = 0; i < got.heads.size(); ++i) {
     const HeadMetrics& g = got.heads[i];
     const nlohmann::json& w = want["heads"][i];
-    const std::string at = where + " layer " + std::to_string(g.layer) + " head " +
-                           std::to_string(g.head);
+    const std::string at =
+        where + " layer " + std::to_string(g.layer) + " head " + std::to_string(g.head);
     ASSERT_EQ(g.layer, w["layer"].get<int>()) << at;
     ASSERT_EQ(g.head, w["head"].get<int>()) << at;
     deviations.Absolute(g.qk_mean_cosine, w["qk_mean_cosine"].get<double>());
@@ -82,8 +83,7 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
     deviations.Absolute(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>());
     deviations.Relative(relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()));
     EXPECT_NEAR(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>(), 2e-4) << at;
-    EXPECT_LT(relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()), 1e-3)
-        << at;
+    EXPECT_LT(relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()), 1e-3) << at;
   }
 }
 
@@ -105,15 +105,16 @@ TEST_P(ExtractorReferenceTest, MatchesFloat64ReferenceAtEveryStep) {
     ASSERT_TRUE(probe.ok()) << probe.status();
     auto metrics = (*extractor)->Extract(checkpoint, *probe, {});
     ASSERT_TRUE(metrics.ok()) << metrics.status();
-    ExpectMatchesReference(*metrics, ReadJson(run / "reference" / (std::string("step_") + step +
-                                                                  ".json")),
+    ExpectMatchesReference(*metrics,
+                           ReadJson(run / "reference" / (std::string("step_") + step + ".json")),
                            GetParam() + " step " + step, deviations);
     ++compared;
   }
   EXPECT_EQ(compared, 4);
-  std::printf("%s: largest deviation from the reference: %.2e absolute (cosines, entropies, "
-              "anisotropies), %.2e relative (norms, dots)\n",
-              GetParam().c_str(), deviations.absolute, deviations.relative);
+  std::printf(
+      "%s: largest deviation from the reference: %.2e absolute (cosines, entropies, "
+      "anisotropies), %.2e relative (norms, dots)\n",
+      GetParam().c_str(), deviations.absolute, deviations.relative);
 }
 
 // Extracts `checkpoint` (relative to the fixture) with the fixture probe.
@@ -132,8 +133,8 @@ CheckpointMetrics ExtractFixture(const std::string& checkpoint) {
 TEST(ExtractorVariantsTest, UnprefixedNamesWithGammaBetaMatchTheReference) {
   Deviations deviations;
   ExpectMatchesReference(ExtractFixture("legacy/step_400"),
-                         ReadJson(FixtureDir() / "reference" / "step_400.json"),
-                         "legacy step 400", deviations);
+                         ReadJson(FixtureDir() / "reference" / "step_400.json"), "legacy step 400",
+                         deviations);
 }
 
 TEST(ExtractorVariantsTest, Float16WeightsComputedInFloat32MatchTheirReference) {
@@ -141,6 +142,24 @@ TEST(ExtractorVariantsTest, Float16WeightsComputedInFloat32MatchTheirReference) 
   ExpectMatchesReference(ExtractFixture("fp16/step_400"),
                          ReadJson(FixtureDir() / "reference" / "fp16_step_400.json"),
                          "fp16 step 400", deviations);
+}
+
+TEST(ExtractorCudaTest, CudaMatchesTheReference) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this LibTorch build";
+  TorchExtractorOptions options = CpuOptions(5);
+  options.device = "cuda";
+  auto extractor = CreateTorchExtractor(options);
+  ASSERT_TRUE(extractor.ok()) << extractor.status();
+  ProbeSpec spec;
+  spec.file = FixtureDir() / "probe.jsonl";
+  const fs::path checkpoint = FixtureDir() / "safetensors" / "step_400";
+  auto probe = (*extractor)->BuildProbe(checkpoint, spec);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  auto metrics = (*extractor)->Extract(checkpoint, *probe, {});
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  Deviations deviations;
+  ExpectMatchesReference(*metrics, ReadJson(FixtureDir() / "reference" / "step_400.json"),
+                         "cuda step 400", deviations);
 }
 
 // The comparison above means something only if training moved attention away from uniform.
@@ -155,8 +174,7 @@ TEST(ExtractorReferenceFixtureTest, FixtureHasRealTrainingDynamics) {
   EXPECT_LT(last, first - 0.2) << "attention entropy barely fell during fixture training";
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, ExtractorReferenceTest,
-                         ::testing::Values("bin", "safetensors"));
+INSTANTIATE_TEST_SUITE_P(Formats, ExtractorReferenceTest, ::testing::Values("bin", "safetensors"));
 
 TEST(ExtractorBatchingTest, BatchSizeDoesNotChangeResults) {
   const fs::path checkpoint = FixtureDir() / "bin" / "step_400";

@@ -7,7 +7,7 @@ namespace {
 
 TEST(VectorAccumulatorTest, MeanAndAnisotropyIgnorePaddedPositions) {
   // One group, two samples of length 3; the second sample's last position is padding.
-  at::Tensor x = at::tensor({1.0, 0.0, 0.0, 1.0, 1.0, 1.0,     // sample 0
+  at::Tensor x = at::tensor({1.0, 0.0, 0.0, 1.0, 1.0, 1.0,      // sample 0
                              -1.0, 0.0, 2.0, 0.0, 99.0, 99.0},  // sample 1 (last is padding)
                             at::kFloat)
                      .view({2, 1, 3, 2});
