@@ -43,8 +43,9 @@ struct TorchExtractorOptions {
   std::string dtype = "float32";
   // Intra-op threads for CPU work; 0 uses every core.
   int num_threads = 0;
-  // Samples per forward; bounds peak memory (one batch's attention of one layer).
-  int batch_size = 8;
+  // Samples per forward; bounds peak memory (one batch's attention of one layer). 0 picks
+  // it per batch from the sequence length (AutoBatchSize in analysis/batching.h).
+  int batch_size = 0;
 };
 
 // Creates the LibTorch extractor; INVALID_ARGUMENT for a bad device or dtype,

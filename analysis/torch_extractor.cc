@@ -1,5 +1,5 @@
-// The LibTorch Extractor: loads a checkpoint, runs the probe in length-sorted batches and
-// folds each batch into a MetricsObserver.
+// The LibTorch Extractor: loads a checkpoint, runs the probe batch by batch (batching.h)
+// and folds each batch into a MetricsObserver.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <numeric>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/extractor.h"
 #include "analysis/metrics/metrics_observer.h"
@@ -142,39 +142,18 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   }
   const at::Device device = model->device();
 
-  // Longest samples first, so that each batch pads as little as possible.
-  std::vector<size_t> order(probe.samples.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return probe.samples[a].size() > probe.samples[b].size();
-  });
-
   MetricsObserver observer(model->shape(), device);
-  const int batch_size = std::max(1, options_.batch_size);
-  const int total = static_cast<int>((order.size() + batch_size - 1) / batch_size);
-  for (int batch = 0; batch < total; ++batch) {
+  const std::vector<Batch> batches = PlanBatches(probe, model->shape(), options_.batch_size);
+  const int total = static_cast<int>(batches.size());
+  for (int index = 0; index < total; ++index) {
     if (callbacks.cancelled && callbacks.cancelled()) {
       return absl::CancelledError(
           absl::StrCat("checkpoint ", checkpoint_dir.string(), ": extraction cancelled"));
     }
-    const size_t first = static_cast<size_t>(batch) * batch_size;
-    const size_t last = std::min(order.size(), first + batch_size);
-    const int64_t length = static_cast<int64_t>(probe.samples[order[first]].size());
-    at::Tensor ids = at::zeros({static_cast<int64_t>(last - first), length}, at::kLong);
-    at::Tensor valid = at::zeros({static_cast<int64_t>(last - first), length}, at::kBool);
-    int64_t valid_count = 0;
-    for (size_t row = 0; row < last - first; ++row) {
-      const std::vector<int64_t>& sample = probe.samples[order[first + row]];
-      const int64_t n = static_cast<int64_t>(sample.size());
-      ids[row].narrow(0, 0, n).copy_(at::tensor(sample, at::kLong));
-      valid[row].narrow(0, 0, n).fill_(true);
-      valid_count += n;
-    }
-    ids = ids.to(device);
-    valid = valid.to(device);
-    observer.BeginBatch(valid, valid_count);
-    model->Forward(ids, valid, observer);
-    if (callbacks.progress) callbacks.progress(batch + 1, total);
+    const BatchTensors batch = MakeBatchTensors(probe, batches[index], device);
+    observer.BeginBatch(batch.valid, batch.valid_count);
+    model->Forward(batch.ids, batch.valid, observer);
+    if (callbacks.progress) callbacks.progress(index + 1, total);
   }
   CheckpointMetrics metrics = observer.Finish();
   metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -203,8 +182,8 @@ absl::StatusOr<std::unique_ptr<Extractor>> CreateTorchExtractor(
     return absl::InvalidArgumentError(
         absl::StrCat("dtype '", options.dtype, "' is not one of float32, float16, bfloat16"));
   }
-  if (options.batch_size <= 0) {
-    return absl::InvalidArgumentError("batch size must be positive");
+  if (options.batch_size < 0) {
+    return absl::InvalidArgumentError("batch size must be 0 (automatic) or positive");
   }
   const int threads = options.num_threads > 0
                           ? options.num_threads

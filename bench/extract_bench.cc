@@ -2,7 +2,7 @@
 // metrics as a ratio against a forward-only baseline measured in the same run.
 //
 //   build/bin/extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--threads N]
-//                           [--batch-size N] [--repeats N]
+//                           [--batch-size N (default 0: automatic)] [--repeats N]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/extractor.h"
 #include "analysis/models/transformer_model.h"
@@ -39,7 +40,7 @@ double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Forward only, same batching as the extractor (equal-length probe: no padding).
+// Forward only, with the extractor's batching.
 double TimeForwardOnly(const std::filesystem::path& dir, const Probe& probe,
                        const TorchExtractorOptions& options) {
   c10::InferenceMode guard;
@@ -51,15 +52,9 @@ double TimeForwardOnly(const std::filesystem::path& dir, const Probe& probe,
   }
   const auto start = std::chrono::steady_clock::now();
   NullObserver observer;
-  for (size_t first = 0; first < probe.samples.size(); first += options.batch_size) {
-    const size_t last = std::min(probe.samples.size(), first + options.batch_size);
-    const int64_t length = static_cast<int64_t>(probe.samples[first].size());
-    at::Tensor ids = at::empty({static_cast<int64_t>(last - first), length}, at::kLong);
-    for (size_t row = first; row < last; ++row) {
-      ids[row - first].copy_(at::tensor(probe.samples[row], at::kLong));
-    }
-    ids = ids.to((*model)->device());
-    (*model)->Forward(ids, at::ones_like(ids, at::kBool), observer);
+  for (const Batch& batch : PlanBatches(probe, (*model)->shape(), options.batch_size)) {
+    const BatchTensors tensors = MakeBatchTensors(probe, batch, (*model)->device());
+    (*model)->Forward(tensors.ids, tensors.valid, observer);
   }
   return Seconds(start);
 }
@@ -100,9 +95,10 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "extract_bench: %s\n", probe.status().ToString().c_str());
     return 1;
   }
-  std::printf("checkpoint %s, probe %zu x %lld tokens, device %s, %d threads, batch %d\n", argv[1],
+  std::printf("checkpoint %s, probe %zu x %lld tokens, device %s, %d threads, batch %s\n", argv[1],
               probe->samples.size(), static_cast<long long>(probe->max_length()),
-              options.device.c_str(), at::get_num_threads(), options.batch_size);
+              options.device.c_str(), at::get_num_threads(),
+              options.batch_size > 0 ? std::to_string(options.batch_size).c_str() : "auto");
   double best_extract = 1e30, best_forward = 1e30;
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();

@@ -55,7 +55,8 @@ flags:
   --workers N          extraction worker threads, one extractor each (default 1)
   --device DEV         cpu, cuda or cuda:N (default cpu)
   --threads N          intra-op threads per worker; 0 uses every core (default 0)
-  --batch-size N       probe samples per forward (default 8)
+  --batch-size N       probe samples per forward; 0 sizes each batch from its sequence
+                       length to bound memory (default 0)
   --dtype T            float32, float16 or bfloat16 (default float32)
   --log-level L        trace, debug, info, warn or error (default info)
   --help               print this text and exit
@@ -108,7 +109,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
        }},
       {"batch-size",
        [&](const std::string& v) {
-         return ParseInt("batch-size", v, 1, &options.extractor.batch_size);
+         return ParseInt("batch-size", v, 0, &options.extractor.batch_size);
        }},
       {"dtype",
        [&](const std::string& v) {

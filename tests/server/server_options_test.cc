@@ -22,7 +22,7 @@ TEST(ServerOptionsTest, DefaultsNeedOnlyAnAllowedRoot) {
   EXPECT_EQ(options->extractor.device, "cpu");
   EXPECT_EQ(options->extractor.dtype, "float32");
   EXPECT_EQ(options->extractor.num_threads, 0);
-  EXPECT_EQ(options->extractor.batch_size, 8);
+  EXPECT_EQ(options->extractor.batch_size, 0);  // automatic
   EXPECT_EQ(options->log_level, "info");
 }
 
@@ -51,7 +51,7 @@ TEST(ServerOptionsTest, BadFlagsAreOneLineErrors) {
       {"--allow-root", "/a", "--device", "tpu"},
       {"--allow-root", "/a", "--dtype", "int8"},
       {"--allow-root", "/a", "--listen", "nocolon"},
-      {"--allow-root", "/a", "--batch-size", "0"},
+      {"--allow-root", "/a", "--batch-size", "-1"},
       {"--allow-root", "/a", "--log-level", "loud"},
       {"--allow-root"},
       {"--allow-root", "/a", "stray"},

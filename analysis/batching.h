@@ -1,0 +1,38 @@
+// Batching: how a probe is cut into forward passes, and the tensors of one batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "analysis/models/model_shape.h"
+#include "analysis/probe/probe.h"
+
+namespace anisoscope::analysis {
+
+// Samples of one forward pass, longest first; `length` is the longest one's.
+struct Batch {
+  std::vector<size_t> samples;  // indices into Probe::samples
+  int64_t length = 0;
+};
+
+// Samples per batch when none is given: the most that keep the largest per-layer tensor
+// (attention [B, H, T, T] or feed-forward [B, T, 4D]) within 32 MiB of float32, the ceiling
+// under which glibc reuses freed blocks; larger ones fault in fresh pages on every layer.
+int AutoBatchSize(const ModelShape& shape, int64_t length);
+
+// Cuts the probe into batches of length-sorted samples (so each pads as little as
+// possible), `batch_size` samples each, or AutoBatchSize per batch when it is 0.
+std::vector<Batch> PlanBatches(const Probe& probe, const ModelShape& shape, int batch_size);
+
+// The tensors of one batch on `device`: token ids and validity [B, T] (right padding).
+struct BatchTensors {
+  at::Tensor ids;    // int64
+  at::Tensor valid;  // bool
+  int64_t valid_count = 0;
+};
+BatchTensors MakeBatchTensors(const Probe& probe, const Batch& batch, const at::Device& device);
+
+}  // namespace anisoscope::analysis

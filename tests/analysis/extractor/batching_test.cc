@@ -1,0 +1,61 @@
+#include "analysis/batching.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace anisoscope::analysis {
+namespace {
+
+ModelShape BertBase() {
+  ModelShape shape;
+  shape.num_layers = 12;
+  shape.num_heads = 12;
+  shape.head_dim = 64;
+  shape.hidden_size = 768;
+  return shape;
+}
+
+TEST(BatchingTest, AutoBatchKeepsTheLargestLayerTensorWithin32MiB) {
+  // 128 tokens: the feed-forward [B, 128, 3072] dominates; 512: attention [B, 12, 512, 512].
+  EXPECT_EQ(AutoBatchSize(BertBase(), 128), 21);
+  EXPECT_EQ(AutoBatchSize(BertBase(), 512), 2);
+  EXPECT_EQ(AutoBatchSize(BertBase(), 4096), 1);
+  EXPECT_EQ(AutoBatchSize(BertBase(), 1), 256);
+}
+
+TEST(BatchingTest, PlanCoversEverySampleOnceLongestFirst) {
+  Probe probe;
+  for (int n : {3, 9, 5, 9, 1, 7, 2}) probe.samples.push_back(std::vector<int64_t>(n, 1));
+  const std::vector<Batch> batches = PlanBatches(probe, BertBase(), 3);
+  ASSERT_EQ(batches.size(), 3u);
+  std::set<size_t> seen;
+  int64_t previous = 1 << 30;
+  for (const Batch& batch : batches) {
+    EXPECT_LE(batch.samples.size(), 3u);
+    for (size_t index : batch.samples) {
+      EXPECT_TRUE(seen.insert(index).second) << "sample " << index << " twice";
+      const int64_t length = static_cast<int64_t>(probe.samples[index].size());
+      EXPECT_LE(length, previous);
+      EXPECT_LE(length, batch.length);
+      previous = length;
+    }
+  }
+  EXPECT_EQ(seen.size(), probe.samples.size());
+  EXPECT_EQ(batches[0].length, 9);
+}
+
+TEST(BatchingTest, BatchTensorsMarkPaddingInvalid) {
+  Probe probe;
+  probe.samples = {{5, 6, 7}, {8}};
+  const std::vector<Batch> batches = PlanBatches(probe, BertBase(), 0);
+  ASSERT_EQ(batches.size(), 1u);
+  const BatchTensors tensors = MakeBatchTensors(probe, batches[0], at::kCPU);
+  EXPECT_EQ(tensors.valid_count, 4);
+  EXPECT_TRUE(at::equal(tensors.ids, at::tensor({5, 6, 7, 8, 0, 0}, at::kLong).view({2, 3})));
+  EXPECT_TRUE(at::equal(tensors.valid,
+                        at::tensor({1, 1, 1, 1, 0, 0}).to(at::kBool).view({2, 3})));
+}
+
+}  // namespace
+}  // namespace anisoscope::analysis
