@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes a BERT-base-sized checkpoint (12 layers x 12 heads, d=768, 30522 words, random
-weights with HF names) and a 16 x 128 token probe, for bench/extract_bench.
-usage: make_bert_base.py OUT_DIR [--format safetensors|bin]"""
+weights with HF names) and a token probe (16 x 128 by default), for bench/extract_bench.
+usage: make_bert_base.py OUT_DIR [--format safetensors|bin] [--probe-samples N]
+                         [--probe-length L]"""
 import argparse
 import json
 import os
@@ -18,6 +19,8 @@ import hf_io  # noqa: E402
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("out")
 parser.add_argument("--format", default="safetensors", choices=["safetensors", "bin"])
+parser.add_argument("--probe-samples", type=int, default=16)
+parser.add_argument("--probe-length", type=int, default=128, help="tokens per sample, <= 512")
 args = parser.parse_args()
 torch.manual_seed(0)
 cfg = {"model_type": "bert", "architectures": ["BertForMaskedLM"], "vocab_size": 30522,
@@ -51,6 +54,7 @@ else:
     torch.save(state, os.path.join(args.out, "pytorch_model.bin"))
 rng = random.Random(0)
 with open(os.path.join(args.out, "probe.jsonl"), "w") as f:
-    for _ in range(16):
-        f.write(json.dumps([101] + [rng.randrange(1000, 30000) for _ in range(126)] + [102]) + "\n")
+    for _ in range(args.probe_samples):
+        middle = [rng.randrange(1000, 30000) for _ in range(args.probe_length - 2)]
+        f.write(json.dumps([101] + middle + [102]) + "\n")
 print(f"BERT-base-sized checkpoint written to {args.out}")
