@@ -27,19 +27,7 @@ JobSpec MakeSpec(const std::string& run) {
   return spec;
 }
 
-class JobsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = dir_.File("metrics.db");
-    auto store = MetricsStore::Open({path_});
-    ASSERT_OK(store.status());
-    store_ = std::move(store).value();
-  }
-
-  TempDir dir_;
-  std::string path_;
-  std::unique_ptr<MetricsStore> store_;
-};
+using JobsTest = testing::StoreTest;
 
 TEST(JobSpecJsonTest, RoundTripsEveryField) {
   const JobSpec spec = MakeSpec("r");

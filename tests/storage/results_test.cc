@@ -18,22 +18,11 @@ using testing::RawCount;
 using testing::SyntheticValue;
 using testing::TempDir;
 
-class ResultsTest : public ::testing::Test {
+class ResultsTest : public testing::StoreTest {
  protected:
-  void SetUp() override {
-    path_ = dir_.File("metrics.db");
-    auto store = MetricsStore::Open({path_});
-    ASSERT_OK(store.status());
-    store_ = std::move(store).value();
-  }
-
   int64_t Rows(const std::string& table) {
     return RawCount(path_, "SELECT COUNT(*) FROM " + table);
   }
-
-  TempDir dir_;
-  std::string path_;
-  std::unique_ptr<MetricsStore> store_;
 };
 
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }

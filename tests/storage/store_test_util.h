@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "storage/metrics_store.h"
 #include "storage/types.h"
 
 #define ASSERT_OK(expr)                          \
@@ -109,5 +110,20 @@ inline int64_t RawCount(const std::string& path, const std::string& sql) {
   sqlite3_close(db);
   return value;
 }
+
+// A store on a fresh database file in a per-test directory.
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("metrics.db");
+    auto store = MetricsStore::Open({path_});
+    ASSERT_OK(store.status());
+    store_ = std::move(store).value();
+  }
+
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<MetricsStore> store_;
+};
 
 }  // namespace anisoscope::storage::testing

@@ -35,6 +35,20 @@ nlohmann::json ReadJson(const fs::path& path) {
   return nlohmann::json::parse(in);
 }
 
+// Extracts `checkpoint` (relative to the fixture) with the fixture probe.
+CheckpointMetrics ExtractFixture(const std::string& checkpoint,
+                                 const TorchExtractorOptions& options = CpuOptions(5)) {
+  auto extractor = CreateTorchExtractor(options);
+  EXPECT_TRUE(extractor.ok()) << extractor.status();
+  ProbeSpec spec;
+  spec.file = FixtureDir() / "probe.jsonl";
+  auto probe = (*extractor)->BuildProbe(FixtureDir() / checkpoint, spec);
+  EXPECT_TRUE(probe.ok()) << probe.status();
+  auto metrics = (*extractor)->Extract(FixtureDir() / checkpoint, *probe, {});
+  EXPECT_TRUE(metrics.ok()) << metrics.status();
+  return metrics.ok() ? *metrics : CheckpointMetrics();
+}
+
 // The largest deviations seen, printed once per format for the README's figures.
 struct Deviations {
   double absolute = 0;  // cosines, entropies, anisotropies
@@ -90,44 +104,17 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
 class ExtractorReferenceTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExtractorReferenceTest, MatchesFloat64ReferenceAtEveryStep) {
-  const fs::path run = FixtureDir();
-  ASSERT_TRUE(fs::exists(run / "probe.jsonl")) << "fixture bert_run missing at " << run;
-  auto extractor = CreateTorchExtractor(CpuOptions(5));
-  ASSERT_TRUE(extractor.ok()) << extractor.status();
-  int compared = 0;
+  ASSERT_TRUE(fs::exists(FixtureDir() / "probe.jsonl")) << "fixture missing at " << FixtureDir();
   Deviations deviations;
-  for (const char* step : {"0", "100", "250", "400"}) {
-    const fs::path checkpoint = run / GetParam() / (std::string("step_") + step);
-    ProbeSpec spec;
-    spec.source = ProbeSource::kTokens;
-    spec.file = run / "probe.jsonl";
-    auto probe = (*extractor)->BuildProbe(checkpoint, spec);
-    ASSERT_TRUE(probe.ok()) << probe.status();
-    auto metrics = (*extractor)->Extract(checkpoint, *probe, {});
-    ASSERT_TRUE(metrics.ok()) << metrics.status();
-    ExpectMatchesReference(*metrics,
-                           ReadJson(run / "reference" / (std::string("step_") + step + ".json")),
+  for (const std::string step : {"0", "100", "250", "400"}) {
+    ExpectMatchesReference(ExtractFixture(GetParam() + "/step_" + step),
+                           ReadJson(FixtureDir() / "reference" / ("step_" + step + ".json")),
                            GetParam() + " step " + step, deviations);
-    ++compared;
   }
-  EXPECT_EQ(compared, 4);
   std::printf(
       "%s: largest deviation from the reference: %.2e absolute (cosines, entropies, "
       "anisotropies), %.2e relative (norms, dots)\n",
       GetParam().c_str(), deviations.absolute, deviations.relative);
-}
-
-// Extracts `checkpoint` (relative to the fixture) with the fixture probe.
-CheckpointMetrics ExtractFixture(const std::string& checkpoint) {
-  auto extractor = CreateTorchExtractor(CpuOptions(5));
-  EXPECT_TRUE(extractor.ok()) << extractor.status();
-  ProbeSpec spec;
-  spec.file = FixtureDir() / "probe.jsonl";
-  auto probe = (*extractor)->BuildProbe(FixtureDir() / checkpoint, spec);
-  EXPECT_TRUE(probe.ok()) << probe.status();
-  auto metrics = (*extractor)->Extract(FixtureDir() / checkpoint, *probe, {});
-  EXPECT_TRUE(metrics.ok()) << metrics.status();
-  return metrics.ok() ? *metrics : CheckpointMetrics();
 }
 
 TEST(ExtractorVariantsTest, UnprefixedNamesWithGammaBetaMatchTheReference) {
@@ -148,18 +135,10 @@ TEST(ExtractorCudaTest, CudaMatchesTheReference) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this LibTorch build";
   TorchExtractorOptions options = CpuOptions(5);
   options.device = "cuda";
-  auto extractor = CreateTorchExtractor(options);
-  ASSERT_TRUE(extractor.ok()) << extractor.status();
-  ProbeSpec spec;
-  spec.file = FixtureDir() / "probe.jsonl";
-  const fs::path checkpoint = FixtureDir() / "safetensors" / "step_400";
-  auto probe = (*extractor)->BuildProbe(checkpoint, spec);
-  ASSERT_TRUE(probe.ok()) << probe.status();
-  auto metrics = (*extractor)->Extract(checkpoint, *probe, {});
-  ASSERT_TRUE(metrics.ok()) << metrics.status();
   Deviations deviations;
-  ExpectMatchesReference(*metrics, ReadJson(FixtureDir() / "reference" / "step_400.json"),
-                         "cuda step 400", deviations);
+  ExpectMatchesReference(ExtractFixture("safetensors/step_400", options),
+                         ReadJson(FixtureDir() / "reference" / "step_400.json"), "cuda step 400",
+                         deviations);
 }
 
 // The comparison above means something only if training moved attention away from uniform.
@@ -177,25 +156,15 @@ TEST(ExtractorReferenceFixtureTest, FixtureHasRealTrainingDynamics) {
 INSTANTIATE_TEST_SUITE_P(Formats, ExtractorReferenceTest, ::testing::Values("bin", "safetensors"));
 
 TEST(ExtractorBatchingTest, BatchSizeDoesNotChangeResults) {
-  const fs::path checkpoint = FixtureDir() / "bin" / "step_400";
-  ProbeSpec spec;
-  spec.file = FixtureDir() / "probe.jsonl";
-  auto one = CreateTorchExtractor(CpuOptions(1));
-  ASSERT_TRUE(one.ok());
-  auto probe = (*one)->BuildProbe(checkpoint, spec);
-  ASSERT_TRUE(probe.ok()) << probe.status();
-  auto a = (*one)->Extract(checkpoint, *probe, {});
-  ASSERT_TRUE(a.ok()) << a.status();
+  const CheckpointMetrics a = ExtractFixture("bin/step_400", CpuOptions(1));
   for (int batch_size : {0, 64}) {  // automatic, and everything in one batch
-    auto other = CreateTorchExtractor(CpuOptions(batch_size));
-    ASSERT_TRUE(other.ok());
-    auto b = (*other)->Extract(checkpoint, *probe, {});
-    ASSERT_TRUE(b.ok()) << b.status();
-    for (size_t i = 0; i < a->heads.size(); ++i) {
-      EXPECT_NEAR(a->heads[i].attn_entropy, b->heads[i].attn_entropy, 1e-6) << batch_size;
-      EXPECT_NEAR(a->heads[i].q_anisotropy, b->heads[i].q_anisotropy, 1e-6) << batch_size;
-      EXPECT_NEAR(a->heads[i].qk_mean_dot, b->heads[i].qk_mean_dot,
-                  1e-5 * std::abs(b->heads[i].qk_mean_dot) + 1e-9)
+    const CheckpointMetrics b = ExtractFixture("bin/step_400", CpuOptions(batch_size));
+    ASSERT_EQ(a.heads.size(), b.heads.size());
+    for (size_t i = 0; i < a.heads.size(); ++i) {
+      EXPECT_NEAR(a.heads[i].attn_entropy, b.heads[i].attn_entropy, 1e-6) << batch_size;
+      EXPECT_NEAR(a.heads[i].q_anisotropy, b.heads[i].q_anisotropy, 1e-6) << batch_size;
+      EXPECT_NEAR(a.heads[i].qk_mean_dot, b.heads[i].qk_mean_dot,
+                  1e-5 * std::abs(b.heads[i].qk_mean_dot) + 1e-9)
           << batch_size;
     }
   }
