@@ -71,5 +71,7 @@ per_layer_mean qk_mean_cosine "mean Q/K cosine (cos(mean q, mean k)), averaged o
 echo
 per_layer_mean attn_entropy "attention entropy (nats), averaged over heads"
 echo
-echo "== 5. more: '$root/build/bin/anisoscope --server $address query --run demo --metric q_anisotropy'"
-echo "   (the server stops when the demo ends; rerun with --keep to keep its database)"
+echo "== 5. the server stops with the demo. Rerun with --keep to keep the checkpoints and the"
+echo "   database, then serve and query them again:"
+echo "   build/bin/anisoscope-server --db WORKDIR/demo.db --allow-root WORKDIR &"
+echo "   build/bin/anisoscope query --run demo --metric q_anisotropy"
