@@ -178,10 +178,7 @@ absl::StatusOr<std::unique_ptr<Extractor>> CreateTorchExtractor(
     return absl::InvalidArgumentError(
         absl::StrCat("device '", options.device, "' is not cpu, cuda or cuda:N"));
   }
-  if (options.dtype != "float32" && options.dtype != "float16" && options.dtype != "bfloat16") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dtype '", options.dtype, "' is not one of float32, float16, bfloat16"));
-  }
+  RETURN_IF_ERROR(ParseDtype(options.dtype).status());
   if (options.batch_size < 0) {
     return absl::InvalidArgumentError("batch size must be 0 (automatic) or positive");
   }

@@ -1,6 +1,11 @@
 #include "server/query_service.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "analysis/metrics/checkpoint_metrics.h"
 #include "common/grpc_status.h"
 #include "server/job_request.h"
 #include "server/proto_convert.h"
@@ -55,7 +60,8 @@ grpc::ServerUnaryReactor* QueryServiceImpl::QueryVectors(grpc::CallbackServerCon
                                                          const pb::QueryVectorsRequest* request,
                                                          pb::QueryVectorsResponse* response) {
   absl::Status status = ValidateRunName(request->run());
-  if (status.ok() && request->kind() != "q_mean" && request->kind() != "k_mean") {
+  const std::vector<std::string>& kinds = analysis::VectorKinds();
+  if (status.ok() && std::find(kinds.begin(), kinds.end(), request->kind()) == kinds.end()) {
     status = absl::InvalidArgumentError(
         absl::StrCat("kind must be q_mean or k_mean, got '", request->kind(), "'"));
   }

@@ -26,6 +26,8 @@ std::string FamilyOf(const nlohmann::json& config) {
   return "";
 }
 
+}  // namespace
+
 absl::StatusOr<at::ScalarType> ParseDtype(const std::string& dtype) {
   if (dtype == "float32") return at::kFloat;
   if (dtype == "float16") return at::kHalf;
@@ -33,8 +35,6 @@ absl::StatusOr<at::ScalarType> ParseDtype(const std::string& dtype) {
   return absl::InvalidArgumentError(
       absl::StrCat("dtype '", dtype, "' is not one of float32, float16, bfloat16"));
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& checkpoint,
                                                               const ModelOptions& options) {

@@ -43,6 +43,9 @@ class TransformerModel {
                        ForwardObserver& observer) const = 0;
 };
 
+// The compute dtype named by ModelOptions::dtype; INVALID_ARGUMENT for any other name.
+absl::StatusOr<at::ScalarType> ParseDtype(const std::string& dtype);
+
 // Builds the model named by the checkpoint's config.json (model_type / architectures).
 // INVALID_ARGUMENT for an unknown family (listing the supported ones), a malformed config
 // field, or a missing or wrongly shaped tensor (naming tensor and file).
