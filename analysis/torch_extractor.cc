@@ -16,6 +16,7 @@
 #include "analysis/extractor.h"
 #include "analysis/metrics/metrics_observer.h"
 #include "analysis/models/transformer_model.h"
+#include "analysis/probe/checkpoint_tokenizer.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
@@ -33,7 +34,7 @@ absl::Status ValidateProbe(const Probe& probe, const ModelShape& shape,
     if (static_cast<int64_t>(sample.size()) > shape.max_positions) {
       return absl::InvalidArgumentError(absl::StrCat(
           "probe sample ", s, " has ", sample.size(), " tokens, more than ", config_path.string(),
-          " max_position_embeddings (", shape.max_positions, ")"));
+          " maximum length (max_position_embeddings / n_positions ", shape.max_positions, ")"));
     }
     for (size_t t = 0; t < sample.size(); ++t) {
       if (sample[t] < 0 || sample[t] >= shape.vocab_size) {
@@ -46,23 +47,13 @@ absl::Status ValidateProbe(const Probe& probe, const ModelShape& shape,
   return absl::OkStatus();
 }
 
-// Casing from tokenizer_config.json (where Hugging Face keeps it), else config.json, else
-// uncased (MultiBERTs, bert-base-uncased).
-WordPieceTokenizer::Options TokenizerOptionsOf(const std::filesystem::path& checkpoint_dir,
-                                               const nlohmann::json& config) {
-  WordPieceTokenizer::Options options;
-  nlohmann::json tokenizer_config;
-  std::ifstream in(checkpoint_dir / "tokenizer_config.json");
-  if (in) tokenizer_config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  for (const nlohmann::json* source :
-       std::initializer_list<const nlohmann::json*>{&tokenizer_config, &config}) {
-    if (source->is_object() && source->contains("do_lower_case") &&
-        (*source)["do_lower_case"].is_boolean()) {
-      options.lower_case = (*source)["do_lower_case"].get<bool>();
-      break;
-    }
+// The model's maximum length: max_position_embeddings (BERT, GPT-NeoX) or n_positions
+// (GPT-2); 0 when the config has neither.
+int64_t MaxPositionsOf(const nlohmann::json& config) {
+  for (const char* key : {"max_position_embeddings", "n_positions"}) {
+    if (config.contains(key) && config[key].is_number_integer()) return config[key].get<int64_t>();
   }
-  return options;
+  return 0;
 }
 
 class TorchExtractor : public Extractor {
@@ -86,32 +77,27 @@ class TorchExtractor : public Extractor {
 absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& checkpoint_dir,
                                                  const ProbeSpec& spec) {
   ASSIGN_OR_RETURN(nlohmann::json config, ReadConfig(checkpoint_dir));
-  int64_t max_positions = 0;
-  if (config.contains("max_position_embeddings") &&
-      config["max_position_embeddings"].is_number_integer()) {
-    max_positions = config["max_position_embeddings"].get<int64_t>();
-  }
+  const int64_t max_positions = MaxPositionsOf(config);
   int64_t seq_len = spec.seq_len;
   if (seq_len == 0) {
     if (max_positions <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat((checkpoint_dir / "config.json").string(),
-                       ": field 'max_position_embeddings' is missing; pass --seq-len"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          (checkpoint_dir / "config.json").string(),
+          ": neither 'max_position_embeddings' nor 'n_positions' is set; pass --seq-len"));
     }
     seq_len = max_positions;
   }
   if (max_positions > 0 && seq_len > max_positions) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--seq-len ", seq_len, " exceeds ", (checkpoint_dir / "config.json").string(),
-                     " max_position_embeddings (", max_positions, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--seq-len ", seq_len, " exceeds ", (checkpoint_dir / "config.json").string(),
+        " maximum length (max_position_embeddings / n_positions ", max_positions, ")"));
   }
   if (spec.source == ProbeSource::kTokens) {
     return ReadTokenProbe(spec.file, spec.samples, seq_len);
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
-                   WordPieceTokenizer::Create(checkpoint_dir / "vocab.txt",
-                                              TokenizerOptionsOf(checkpoint_dir, config)));
-  return BuildTextProbe(spec.file, *tokenizer, spec.mode, spec.samples, seq_len);
+  ASSIGN_OR_RETURN(CheckpointTokenizer tokenizer, LoadCheckpointTokenizer(checkpoint_dir, config));
+  return BuildTextProbe(spec.file, *tokenizer.tokenizer, tokenizer.framing, spec.mode, spec.samples,
+                        seq_len);
 }
 
 absl::StatusOr<CheckpointMetrics> TorchExtractor::Extract(

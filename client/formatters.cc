@@ -209,4 +209,40 @@ std::string VectorsCsv(const v1::QueryVectorsResponse& response) {
   return text;
 }
 
+std::string TrajectoryCsv(const v1::QueryTrajectoryResponse& response) {
+  std::string text = "step,q_x,q_y,k_x,k_y\n";
+  for (const v1::TrajectoryPoint& point : response.points()) {
+    absl::StrAppend(&text, point.step(), ",", FullPrecision(point.q_x()), ",",
+                    FullPrecision(point.q_y()), ",", FullPrecision(point.k_x()), ",",
+                    FullPrecision(point.k_y()), "\n");
+  }
+  return text;
+}
+
+std::string TrajectoryJson(const v1::QueryTrajectoryResponse& response) {
+  std::vector<std::string> objects;
+  objects.reserve(response.points_size());
+  for (const v1::TrajectoryPoint& point : response.points()) {
+    objects.push_back(
+        absl::StrCat("{\"step\": ", point.step(), ", \"q_x\": ", JsonNumber(point.q_x()),
+                     ", \"q_y\": ", JsonNumber(point.q_y()), ", \"k_x\": ", JsonNumber(point.k_x()),
+                     ", \"k_y\": ", JsonNumber(point.k_y()), "}"));
+  }
+  return JsonList(objects);
+}
+
+std::string TrajectoryTable(const std::string& run, int32_t layer, int32_t head,
+                            const v1::QueryTrajectoryResponse& response) {
+  std::string text =
+      absl::StrCat("run ", run, "  layer ", layer, "  head ", head, "  probe ", response.probe_id(),
+                   "  explained variance ", ShortNumber(response.explained_variance()), "\n",
+                   response.basis(), "\n");
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::TrajectoryPoint& point : response.points()) {
+    rows.push_back({absl::StrCat(point.step()), ShortNumber(point.q_x()), ShortNumber(point.q_y()),
+                    ShortNumber(point.k_x()), ShortNumber(point.k_y())});
+  }
+  return text + RenderTable({"STEP", "Q_X", "Q_Y", "K_X", "K_Y"}, rows, std::vector<bool>(5, true));
+}
+
 }  // namespace anisoscope::client

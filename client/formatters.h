@@ -41,4 +41,13 @@ std::string VectorsJson(const v1::QueryVectorsResponse& response);
 // QueryVectors as CSV: header `step,v0,v1,...` (as many as the longest vector).
 std::string VectorsCsv(const v1::QueryVectorsResponse& response);
 
+// QueryTrajectory as CSV: header `step,q_x,q_y,k_x,k_y`, full precision.
+std::string TrajectoryCsv(const v1::QueryTrajectoryResponse& response);
+// QueryTrajectory as a JSON list of {"step","q_x","q_y","k_x","k_y"}, one object per line.
+std::string TrajectoryJson(const v1::QueryTrajectoryResponse& response);
+// QueryTrajectory as a table: a caption (run, head, probe, explained variance, basis), then
+// one row per step, values to 4 significant digits.
+std::string TrajectoryTable(const std::string& run, int32_t layer, int32_t head,
+                            const v1::QueryTrajectoryResponse& response);
+
 }  // namespace anisoscope::client

@@ -46,6 +46,8 @@ int RunQuery(const ParsedArgs& args, const CommandContext& context) {
   if (args.Has("layer")) request.set_layer(static_cast<int32_t>(args.GetInt("layer")));
   if (args.Has("head")) request.set_head(static_cast<int32_t>(args.GetInt("head")));
   if (!SetStepRange(args, context, &request)) return kExitUsage;
+  if (args.Has("since-step")) request.set_since_step(args.GetInt("since-step"));
+  request.set_max_points(static_cast<int32_t>(args.GetInt("max-points", 0)));
   auto channel = context.Connect();
   if (!channel.ok()) return context.Error(channel.status().message());
   grpc::ClientContext rpc;
@@ -90,6 +92,36 @@ int RunVectors(const ParsedArgs& args, const CommandContext& context) {
   return kExitOk;
 }
 
+int RunTrajectory(const ParsedArgs& args, const CommandContext& context) {
+  for (const char* required : {"run", "layer", "head"}) {
+    if (!args.Has(required)) {
+      return context.UsageError(absl::StrCat("trajectory: --", required, " is required"));
+    }
+  }
+  v1::QueryTrajectoryRequest request;
+  request.set_run(args.GetString("run"));
+  request.set_probe_id(args.GetString("probe"));
+  request.set_layer(static_cast<int32_t>(args.GetInt("layer")));
+  request.set_head(static_cast<int32_t>(args.GetInt("head")));
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  grpc::ClientContext rpc;
+  context.SetDeadline(&rpc);
+  v1::QueryTrajectoryResponse response;
+  grpc::Status status =
+      v1::QueryService::NewStub(*channel)->QueryTrajectory(&rpc, request, &response);
+  if (!status.ok()) return context.RpcError(status);
+  const std::string format = args.GetString("format", "table");
+  if (format == "csv") {
+    context.out() << TrajectoryCsv(response);
+  } else if (format == "json") {
+    context.out() << TrajectoryJson(response);
+  } else {
+    context.out() << TrajectoryTable(request.run(), request.layer(), request.head(), response);
+  }
+  return kExitOk;
+}
+
 std::vector<FlagSpec> StepRangeFlags() {
   return {IntFlag("from-step", "A", "only steps >= A", 0),
           IntFlag("to-step", "B", "only steps <= B", 0)};
@@ -106,7 +138,7 @@ std::vector<Command> QueryCommands() {
   query.name = "query";
   query.synopsis =
       "--run NAME --metric M [--layer L] [--head H] [--from-step A] [--to-step B]\n"
-      "[--probe ID] [--format table|csv|json]";
+      "[--since-step S] [--max-points N] [--probe ID] [--format table|csv|json]";
   query.summary = "print the time series of one metric over training steps";
   query.flags = {
       StringFlag("run", "NAME", "the run (see 'runs')"),
@@ -115,6 +147,11 @@ std::vector<Command> QueryCommands() {
       IntFlag("head", "H", "only head H (default: all)", 0),
   };
   for (FlagSpec& flag : StepRangeFlags()) query.flags.push_back(std::move(flag));
+  query.flags.push_back(IntFlag("since-step", "S", "only steps > S (incremental polling)"));
+  query.flags.push_back(IntFlag("max-points", "N",
+                                "at most about N points per layer/head, keeping each bucket's\n"
+                                "min and max and the first and last points (default 0: all)",
+                                0));
   query.flags.push_back(StringFlag("probe", "ID", "the probe (default: the run's only one)"));
   query.flags.push_back(
       ChoiceFlag("format", {"table", "csv", "json"},
@@ -129,12 +166,14 @@ std::vector<Command> QueryCommands() {
   CommandSpec vectors;
   vectors.name = "vectors";
   vectors.synopsis =
-      "--run NAME --kind q_mean|k_mean --layer L --head H [--probe ID]\n"
-      "[--from-step A] [--to-step B] [--format json|csv]";
+      "--run NAME --kind q_mean|k_mean|q_mean_pre_rotary|k_mean_pre_rotary --layer L\n"
+      "--head H [--probe ID] [--from-step A] [--to-step B] [--format json|csv]";
   vectors.summary = "print the mean query or key vector of one head at each step";
   vectors.flags = {
       StringFlag("run", "NAME", "the run (see 'runs')"),
-      ChoiceFlag("kind", {"q_mean", "k_mean"}, "mean query or mean key vector"),
+      ChoiceFlag("kind", {"q_mean", "k_mean", "q_mean_pre_rotary", "k_mean_pre_rotary"},
+                 "mean query or mean key vector; *_pre_rotary: before the rotary embedding\n"
+                 "(rotary models such as gpt_neox only)"),
       IntFlag("layer", "L", "the layer", 0),
       IntFlag("head", "H", "the head", 0),
       StringFlag("probe", "ID", "the probe (default: the run's only one)"),
@@ -144,7 +183,25 @@ std::vector<Command> QueryCommands() {
       ChoiceFlag("format", {"json", "csv"},
                  "json (default): [{\"step\": S, \"values\": [...]}, ...]; csv: step,v0,v1,..."));
 
-  return {{runs, RunRuns}, {query, RunQuery}, {vectors, RunVectors}};
+  CommandSpec trajectory;
+  trajectory.name = "trajectory";
+  trajectory.synopsis = "--run NAME --layer L --head H [--probe ID] [--format table|csv|json]";
+  trajectory.summary = "print one head's Q/K mean trajectory projected on its top 2 directions";
+  trajectory.flags = {
+      StringFlag("run", "NAME", "the run (see 'runs')"),
+      IntFlag("layer", "L", "the layer", 0),
+      IntFlag("head", "H", "the head", 0),
+      StringFlag("probe", "ID", "the probe (default: the run's only one)"),
+      ChoiceFlag("format", {"table", "csv", "json"},
+                 "table (default): step, q_x, q_y, k_x, k_y to 4 significant digits;\n"
+                 "csv: the same columns at full precision; json: [{step, q_x, q_y, k_x, k_y}]"),
+  };
+  trajectory.details =
+      "The projection: the top two right singular vectors v1, v2 of the uncentered matrix\n"
+      "stacking every stored q_mean and k_mean of the head (computed by the server), each\n"
+      "oriented so that the coordinates of all its rows sum to >= 0; q_x = <q_mean, v1>.\n";
+
+  return {{runs, RunRuns}, {query, RunQuery}, {vectors, RunVectors}, {trajectory, RunTrajectory}};
 }
 
 }  // namespace anisoscope::client

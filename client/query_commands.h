@@ -1,4 +1,4 @@
-// The query commands of the CLI: runs, query, vectors (QueryService).
+// The query commands of the CLI: runs, query, vectors, trajectory (QueryService).
 // Each command blocks on one RPC and writes the formatted result to out().
 #pragma once
 
@@ -14,7 +14,7 @@ inline constexpr const char* kHeadMetrics[] = {"q_mean_norm",    "k_mean_norm", 
                                                "k_anisotropy"};
 inline constexpr const char* kHiddenMetrics[] = {"hidden_anisotropy", "hidden_mean_norm"};
 
-// runs, query, vectors, in the order the help lists them.
+// runs, query, vectors, trajectory, in the order the help lists them.
 std::vector<Command> QueryCommands();
 
 }  // namespace anisoscope::client

@@ -2,13 +2,28 @@
 # The end-to-end demo, with nothing downloaded: trains a small BERT with masked-LM on the
 # license texts every Debian machine has, saving Hugging Face checkpoints at several steps;
 # starts a server on a temporary database; submits the run with a text probe; shows
-# progress; prints per layer the mean Q/K cosine and attention entropy across steps.
-#   ./scripts/demo.sh [--keep]     --keep leaves the work directory in place
+# progress; prints per layer the mean Q/K cosine and attention entropy across steps; then
+# keeps serving the dashboard (watch it fill in live while the job runs) until Ctrl-C.
+#   ./scripts/demo.sh [--keep] [--no-serve] [--http HOST:PORT]
+#     --keep             leave the work directory (checkpoints, database) in place
+#     --no-serve         stop after printing the tables instead of serving the dashboard
+#     --http HOST:PORT   where the dashboard listens (default 127.0.0.1:8080)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 keep=0
-[[ "${1:-}" == "--keep" ]] && keep=1
+serve=1
+http=127.0.0.1:8080
+while (($#)); do
+  case "$1" in
+    --keep) keep=1 ;;
+    --no-serve) serve=0 ;;
+    --http) http="${2:?--http needs HOST:PORT}"; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 ./scripts/setup.sh
 
@@ -29,17 +44,18 @@ mv "$work/run/bin" "$work/checkpoints"
 probe=/usr/share/common-licenses/Apache-2.0
 
 echo "== 2. starting anisoscope-server on a temporary database"
-"$root/build/bin/anisoscope-server" --listen 127.0.0.1:0 --db "$work/demo.db" \
-  --allow-root "$work" --allow-root /usr/share/common-licenses \
+"$root/build/bin/anisoscope-server" --listen 127.0.0.1:0 --http-listen "$http" \
+  --db "$work/demo.db" --allow-root "$work" --allow-root /usr/share/common-licenses \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 for _ in $(seq 100); do
-  grep -q "listening on" "$work/server.out" 2>/dev/null && break
+  grep -q "dashboard at" "$work/server.out" 2>/dev/null && break
   kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log"; exit 1; }
   sleep 0.1
 done
 address=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/server.out" | head -1)
-echo "   listening on $address"
+dashboard=$(sed -n 's/.*dashboard at \([^ ]*\).*/\1/p' "$work/server.out" | head -1)
+echo "   gRPC on $address; dashboard at $dashboard (open it now to watch the job live)"
 cli() { "$root/build/bin/anisoscope" --server "$address" "$@"; }
 
 echo "== 3. submitting the run: 6 checkpoints, 32 windows of 64 tokens of $probe"
@@ -71,7 +87,14 @@ per_layer_mean qk_mean_cosine "mean Q/K cosine (cos(mean q, mean k)), averaged o
 echo
 per_layer_mean attn_entropy "attention entropy (nats), averaged over heads"
 echo
-echo "== 5. the server stops with the demo. Rerun with --keep to keep the checkpoints and the"
-echo "   database, then serve and query them again:"
-echo "   build/bin/anisoscope-server --db WORKDIR/demo.db --allow-root WORKDIR &"
-echo "   build/bin/anisoscope query --run demo --metric q_anisotropy"
+if ((serve)); then
+  echo "== 5. dashboard: $dashboard"
+  echo "   (the paper's Figures 12-15 for this run; serving until Ctrl-C)"
+  trap 'echo; echo "demo: stopping"; exit 0' INT TERM
+  wait "$server_pid"
+else
+  echo "== 5. dashboard was at $dashboard; the server stops with the demo (--no-serve). Rerun with"
+  echo "   --keep to keep the checkpoints and the database, then serve and query them again:"
+  echo "   build/bin/anisoscope-server --db WORKDIR/demo.db --allow-root WORKDIR --http-listen $http &"
+  echo "   build/bin/anisoscope query --run demo --metric q_anisotropy"
+fi

@@ -13,6 +13,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libsqlite3-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev
+  libcpp-httplib-dev                 # the HTTP/JSON API (server/http_server.cc)
+  nodejs chromium                    # dashboard assets (npm) and its browser test
 )
 
 missing=()
@@ -34,6 +36,21 @@ fi
 if dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q "install ok installed"; then
   echo "setup: warning: libopenblas0-pthread is installed beside libopenblas0-openmp" >&2
 fi
+
+# The dashboard's ECharts (web/) and the browser test's playwright-core (tests/web/), from
+# the npm registry at the versions their package-lock.json pins; reinstalled when
+# node_modules is missing or older than the lock file.
+if ! command -v npm >/dev/null; then
+  echo "setup: installing npm" >&2
+  $([[ $(id -u) -ne 0 ]] && echo sudo) env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+for dir in web tests/web; do
+  if [[ ! -d "$dir/node_modules" || "$dir/package-lock.json" -nt "$dir/node_modules" ]]; then
+    echo "setup: npm ci in $dir" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error && touch node_modules)
+  fi
+done
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build build -j "$(nproc)"

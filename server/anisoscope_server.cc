@@ -58,6 +58,18 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   }
   server->port_ = port;
   server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
+  if (!options.http_listen.empty()) {
+    HttpServer::Options http_options;
+    http_options.listen = options.http_listen;
+    http_options.web_dir = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
+    absl::StatusOr<std::unique_ptr<HttpServer>> http =
+        HttpServer::Create(http_options, server->store_.get(), server->runner_.get());
+    if (!http.ok()) {
+      server->Shutdown(absl::Seconds(1));
+      return http.status();
+    }
+    server->http_ = std::move(http).value();
+  }
   spdlog::info("serving on {} with {} worker(s); database {}", server->address_, options.workers,
                options.db);
   return server;
@@ -78,6 +90,7 @@ void AnisoscopeServer::Shutdown(absl::Duration deadline) {
   if (shut_down_) return;
   shut_down_ = true;
   Drain();
+  if (http_ != nullptr) http_->Stop();
   if (server_ == nullptr) return;  // Create failed before serving
   server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
   server_->Wait();

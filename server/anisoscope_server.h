@@ -1,9 +1,10 @@
-// AnisoscopeServer: the store, path policy, job runner and gRPC services of one process.
+// AnisoscopeServer: the store, path policy, job runner, gRPC services and (with
+// http_listen) the HTTP API of one process.
 //
-// Create opens the database, resumes unfinished jobs and starts serving. Shutdown drains
-// (new jobs get UNAVAILABLE, running extractions stop and stay pending for the next
-// start, writes in progress finish), then stops gRPC with a deadline. Drain and Shutdown
-// are called from one thread (main); the services themselves are thread-safe.
+// Create opens the database, resumes unfinished jobs and starts serving gRPC, then HTTP. Shutdown
+// drains (new jobs get UNAVAILABLE, running extractions stop and stay pending for the next start,
+// writes in progress finish), then stops gRPC with a deadline. Drain and Shutdown are called from
+// one thread (main); the services themselves are thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/path_policy.h"
+#include "server/http_server.h"
 #include "server/job_runner.h"
 #include "server/job_service.h"
 #include "server/query_service.h"
@@ -34,11 +36,14 @@ class AnisoscopeServer {
   // The bound address, e.g. "127.0.0.1:43127" (the real port when --listen had port 0).
   const std::string& address() const { return address_; }
   int port() const { return port_; }
+  // The HTTP API's bound address; empty without --http-listen.
+  std::string http_address() const { return http_ == nullptr ? "" : http_->address(); }
 
   // Starts draining and marks the health service NOT_SERVING; returns once the workers
   // have stopped. gRPC keeps serving queries. Idempotent.
   void Drain();
-  // Drain, then stop gRPC, cancelling calls still open after `deadline`. Blocks; idempotent.
+  // Drain, stop HTTP, then stop gRPC, cancelling calls still open after `deadline`.
+  // Blocks; idempotent.
   void Shutdown(absl::Duration deadline);
 
   JobRunner& runner() { return *runner_; }
@@ -53,6 +58,7 @@ class AnisoscopeServer {
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<QueryServiceImpl> query_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;  // null without --http-listen
   std::string address_;
   int port_ = 0;
   bool shut_down_ = false;

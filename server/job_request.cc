@@ -31,13 +31,21 @@ absl::Status ValidateRunName(const std::string& run) {
 }
 
 // Catches a malformed probe at submit time rather than once per checkpoint. A token file is
-// read (its first `samples` lines only); text needs each checkpoint's vocabulary, so only
-// its sequence length can be checked here.
+// read (its first `samples` lines only); text needs each checkpoint's tokenizer, so only
+// its sequence length is checked here: WordPiece checkpoints (vocab.txt) frame every
+// sample as [CLS] … [SEP]; byte-level BPE samples carry no special tokens.
 absl::Status CheckProbe(const storage::JobSpec& spec) {
   if (spec.probe_source == "text") {
-    if (spec.seq_len != 0 && spec.seq_len < 3) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "probe.seq_len must be at least 3 for a text probe ([CLS] … [SEP]), got ", spec.seq_len));
+    const bool framed = std::any_of(spec.checkpoints.begin(), spec.checkpoints.end(),
+                                    [](const storage::CheckpointSpec& c) {
+                                      std::error_code error;
+                                      return fs::exists(fs::path(c.path) / "vocab.txt", error);
+                                    });
+    if (framed && spec.seq_len != 0 && spec.seq_len < 3) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("probe.seq_len must be at least 3 for a text probe on WordPiece checkpoints "
+                       "([CLS] … [SEP]), got ",
+                       spec.seq_len));
     }
     return absl::OkStatus();
   }
@@ -71,7 +79,6 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
         absl::StrCat("probe file '", request.probe().path(), "' is not a regular file"));
   }
   spec.probe_path = probe_path->string();
-  if (absl::Status status = CheckProbe(spec); !status.ok()) return status;
 
   if (has_dir) {
     absl::StatusOr<fs::path> dir = policy.Resolve(request.checkpoints_dir(), "checkpoints_dir");
@@ -114,6 +121,7 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     }
   }
   if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
+  if (absl::Status status = CheckProbe(spec); !status.ok()) return status;
   return spec;
 }
 

@@ -190,8 +190,8 @@ absl::StatusOr<storage::JobRecord> JobRunner::Get(int64_t id) {
   return store_->GetJob(id);
 }
 
-absl::StatusOr<std::vector<storage::JobRecord>> JobRunner::List(int limit) {
-  return store_->ListJobs(limit);
+absl::StatusOr<std::vector<storage::JobRecord>> JobRunner::List(int limit, const std::string& run) {
+  return store_->ListJobs(limit, run);
 }
 
 absl::Status JobRunner::Watch(int64_t id, JobWatcher* watcher) {

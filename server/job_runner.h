@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -61,8 +62,9 @@ class JobRunner {
   absl::StatusOr<storage::JobRecord> Cancel(int64_t id);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<storage::JobRecord> Get(int64_t id);
-  // Most recent first, at most `limit`.
-  absl::StatusOr<std::vector<storage::JobRecord>> List(int limit);
+  // Most recent first, at most `limit`; only jobs of `run` unless it is empty (filtered
+  // here: the store lists every job).
+  absl::StatusOr<std::vector<storage::JobRecord>> List(int limit, const std::string& run = "");
 
   // Sends `watcher` the job's snapshot, then its events up to JOB_FINISHED; for a job
   // already final, the snapshot and JOB_FINISHED at once. Calls the watcher on this thread

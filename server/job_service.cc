@@ -2,13 +2,14 @@
 
 #include <deque>
 #include <optional>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "server/job_request.h"
 #include "server/proto_convert.h"
+#include "server/queries.h"
 
 namespace anisoscope::server {
 namespace {
@@ -20,10 +21,7 @@ grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-absl::Status ValidateJobId(int64_t id) {
-  if (id <= 0) return absl::InvalidArgumentError(absl::StrCat("job id must be > 0, got ", id));
-  return absl::OkStatus();
-}
+using queries::ValidateJobId;
 
 // Streams one job's events. Events arrive from the runner (any thread, never blocking
 // here), are queued under `mu_` and written one at a time; StartWrite and Finish are called
@@ -138,26 +136,16 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const pb::GetJobRequest* request,
                                                  pb::Job* response) {
-  if (absl::Status status = ValidateJobId(request->id()); !status.ok()) {
-    return Respond(context, status);
-  }
-  absl::StatusOr<storage::JobRecord> job = runner_->Get(request->id());
-  if (job.ok()) ToProto(*job, response);
+  absl::StatusOr<pb::Job> job = queries::GetJob(*runner_, *request);
+  if (job.ok()) *response = std::move(job).value();
   return Respond(context, job.status());
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const pb::ListJobsRequest* request,
                                                    pb::ListJobsResponse* response) {
-  if (request->limit() < 0) {
-    return Respond(context, absl::InvalidArgumentError(
-                                absl::StrCat("limit must be >= 0, got ", request->limit())));
-  }
-  absl::StatusOr<std::vector<storage::JobRecord>> jobs =
-      runner_->List(request->limit() == 0 ? 100 : request->limit());
-  if (jobs.ok()) {
-    for (const storage::JobRecord& job : *jobs) ToProto(job, response->add_jobs());
-  }
+  absl::StatusOr<pb::ListJobsResponse> jobs = queries::ListJobs(*runner_, *request);
+  if (jobs.ok()) *response = std::move(jobs).value();
   return Respond(context, jobs.status());
 }
 

@@ -1,4 +1,5 @@
-// anisoscope-server: serves JobService and QueryService until SIGTERM or SIGINT.
+// anisoscope-server: serves JobService and QueryService (and, with --http-listen, the HTTP
+// API and dashboard) until SIGTERM or SIGINT.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -53,6 +54,9 @@ int main(int argc, char** argv) {
     return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
+  if (!(*server)->http_address().empty()) {
+    std::cout << "dashboard at http://" << (*server)->http_address() << "/" << std::endl;
+  }
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

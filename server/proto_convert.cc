@@ -189,6 +189,7 @@ storage::SeriesQuery FromProto(const pb::QuerySeriesRequest& request) {
   if (request.has_head()) query.head = request.head();
   if (request.has_from_step()) query.from_step = request.from_step();
   if (request.has_to_step()) query.to_step = request.to_step();
+  if (request.has_since_step()) query.after_step = request.since_step();
   return query;
 }
 
@@ -225,11 +226,10 @@ storage::StepResult ToStepResult(const std::string& run, int64_t step,
   analysis::ForEachScalar(metrics, [&](std::string_view name, int layer, int head, double value) {
     result.scalars.push_back({std::string(name), layer, head, value});
   });
-  result.vectors.reserve(metrics.heads.size() * 2);
-  for (const analysis::HeadMetrics& head : metrics.heads) {
-    result.vectors.push_back({"q_mean", head.layer, head.head, head.q_mean});
-    result.vectors.push_back({"k_mean", head.layer, head.head, head.k_mean});
-  }
+  analysis::ForEachVector(
+      metrics, [&](std::string_view kind, int layer, int head, const std::vector<double>& values) {
+        result.vectors.push_back({std::string(kind), layer, head, values});
+      });
   return result;
 }
 

@@ -1,4 +1,4 @@
-// QueryService adapter: validates requests, reads the MetricsStore, maps the status.
+// QueryService adapter: calls the query core (server/queries.h), maps the status.
 // Callback API; handlers do short store reads. `store` is not owned and outlives the
 // grpc::Server.
 #pragma once
@@ -23,6 +23,9 @@ class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackSe
   grpc::ServerUnaryReactor* QueryVectors(grpc::CallbackServerContext* context,
                                          const ::anisoscope::v1::QueryVectorsRequest* request,
                                          ::anisoscope::v1::QueryVectorsResponse* response) override;
+  grpc::ServerUnaryReactor* QueryTrajectory(
+      grpc::CallbackServerContext* context, const ::anisoscope::v1::QueryTrajectoryRequest* request,
+      ::anisoscope::v1::QueryTrajectoryResponse* response) override;
 
  private:
   storage::MetricsStore* const store_;

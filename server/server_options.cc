@@ -1,5 +1,6 @@
 #include "server/server_options.h"
 
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -52,6 +53,11 @@ flags:
   --db PATH            SQLite database file, created when missing (default ./anisoscope.db)
   --allow-root DIR     directory checkpoints and probe files may be read from; repeatable;
                        at least one is required
+  --http-listen HOST:PORT
+                       also serve the HTTP/JSON API (/api/v1/...) and the dashboard there;
+                       port 0 picks a free port (default: off)
+  --web-dir DIR        the dashboard's files, served at / by --http-listen
+                       (default: <executable's directory>/../web, i.e. build/web)
   --workers N          extraction worker threads, one extractor each (default 1)
   --device DEV         cpu, cuda or cuda:N (default cpu)
   --threads N          intra-op threads per worker; 0 uses every core (default 0)
@@ -61,10 +67,18 @@ flags:
   --log-level L        trace, debug, info, warn or error (default info)
   --help               print this text and exit
 
-On start it prints "listening on HOST:PORT" to stdout. SIGTERM or SIGINT drains: new jobs are
+On start it prints "listening on HOST:PORT" to stdout, then, with --http-listen,
+"dashboard at http://HOST:PORT/". SIGTERM or SIGINT drains: new jobs are
 refused (UNAVAILABLE), running extractions stop and their checkpoints stay pending for the
 next start, and the server exits 0.
 )";
+}
+
+std::string DefaultWebDir() {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "web";
+  return (exe.parent_path().parent_path() / "web").string();
 }
 
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* argv) {
@@ -78,6 +92,21 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
                absl::StrCat("--listen wants HOST:PORT, got '", v, "'"));
          }
          options.listen = v;
+         return absl::OkStatus();
+       }},
+      {"http-listen",
+       [&](const std::string& v) {
+         if (v.find(':') == std::string::npos) {
+           return absl::InvalidArgumentError(
+               absl::StrCat("--http-listen wants HOST:PORT, got '", v, "'"));
+         }
+         options.http_listen = v;
+         return absl::OkStatus();
+       }},
+      {"web-dir",
+       [&](const std::string& v) {
+         if (v.empty()) return absl::InvalidArgumentError("--web-dir wants a directory");
+         options.web_dir = v;
          return absl::OkStatus();
        }},
       {"db",

@@ -17,6 +17,10 @@ struct ServerOptions {
   // --allow-root (repeatable, at least one): directories checkpoints and probes may be read
   // from.
   std::vector<std::string> allow_roots;
+  // --http-listen: HOST:PORT of the HTTP/JSON API and dashboard; empty: no HTTP server.
+  std::string http_listen;
+  // --web-dir: the dashboard's files; empty: DefaultWebDir().
+  std::string web_dir;
   // --workers: extraction worker threads, each with its own extractor.
   int workers = 1;
   // --device, --dtype, --threads, --batch-size: how each worker's extractor runs.
@@ -34,5 +38,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
 
 // The --help text, listing every flag with its default.
 std::string ServerUsage();
+
+// <directory of the running executable>/../web (build/web for build/bin/anisoscope-server).
+std::string DefaultWebDir();
 
 }  // namespace anisoscope::server

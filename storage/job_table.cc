@@ -152,10 +152,12 @@ absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id) {
   return job;
 }
 
-absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit) {
+absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit,
+                                                    const std::string& run) {
   ASSIGN_OR_RETURN(Statement select,
-                   db->Prepare(absl::StrCat(kSelectJobs, "ORDER BY id DESC LIMIT ?")));
-  RETURN_IF_ERROR(select.BindAll(limit > 0 ? static_cast<int64_t>(limit) : int64_t{-1}));
+                   db->Prepare(absl::StrCat(kSelectJobs, "WHERE ?1 = '' OR run = ?1 ",
+                                            "ORDER BY id DESC LIMIT ?2")));
+  RETURN_IF_ERROR(select.BindAll(run, limit > 0 ? static_cast<int64_t>(limit) : int64_t{-1}));
   std::vector<JobRecord> jobs;
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());

@@ -26,7 +26,8 @@ absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec);
 // NOT_FOUND "job 42 not found".
 absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id);
 // Most recent first; `limit` <= 0 means all.
-absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit);
+absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit,
+                                                    const std::string& run);
 // Queued or running jobs, oldest first.
 absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
 // NOT_FOUND for an unknown job or step. Both bump the job's updated_at.

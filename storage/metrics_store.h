@@ -51,8 +51,8 @@ class MetricsStore {
   virtual absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) = 0;
   // NOT_FOUND for an unknown id.
   virtual absl::StatusOr<JobRecord> GetJob(int64_t id) = 0;
-  // Most recent first, at most `limit`.
-  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit) = 0;
+  // Most recent first, at most `limit` (<= 0: all); only `run`'s jobs unless it is empty.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& run) = 0;
   // Ids of jobs left queued or running (to resume after a restart), oldest first.
   virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
   virtual absl::Status SetJobState(int64_t id, JobState state, const std::string& error) = 0;

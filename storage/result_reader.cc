@@ -1,4 +1,5 @@
 // ListRunsInDb, QuerySeriesInDb and QueryVectorsInDb (declared in storage/result_tables.h).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -149,8 +150,13 @@ absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& qu
           "WHERE s.run_id = ?1 AND s.probe_id = ?2 AND s.step BETWEEN ?3 AND ?4 "
           "AND v.metric_id = ?5 AND (?6 IS NULL OR v.layer = ?6) AND (?7 IS NULL OR v.head = ?7) "
           "ORDER BY v.layer, v.head, s.step"));
-  RETURN_IF_ERROR(select.BindAll(run_id, result.probe_id, FromStep(query.from_step),
-                                 ToStep(query.to_step), metric_id, query.layer, query.head));
+  int64_t from_step = FromStep(query.from_step);
+  if (query.after_step.has_value()) {
+    if (*query.after_step == std::numeric_limits<int64_t>::max()) return result;
+    from_step = std::max(from_step, *query.after_step + 1);
+  }
+  RETURN_IF_ERROR(select.BindAll(run_id, result.probe_id, from_step, ToStep(query.to_step),
+                                 metric_id, query.layer, query.head));
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
     if (!row) break;

@@ -72,9 +72,10 @@ absl::StatusOr<JobRecord> SqliteMetricsStore::GetJob(int64_t id) {
   return GetJobFromDb(db_.get(), id);
 }
 
-absl::StatusOr<std::vector<JobRecord>> SqliteMetricsStore::ListJobs(int limit) {
+absl::StatusOr<std::vector<JobRecord>> SqliteMetricsStore::ListJobs(int limit,
+                                                                    const std::string& run) {
   absl::MutexLock lock(&mu_);
-  return ListJobsInDb(db_.get(), limit);
+  return ListJobsInDb(db_.get(), limit, run);
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteMetricsStore::UnfinishedJobs() {

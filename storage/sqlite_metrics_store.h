@@ -30,7 +30,7 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) override;
   absl::StatusOr<JobRecord> GetJob(int64_t id) override;
   // `limit` <= 0 lists every job.
-  absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& run) override;
   absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() override;
   absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
   absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;

@@ -65,8 +65,9 @@ struct SeriesQuery {
   std::string metric;
   std::optional<int> layer;
   std::optional<int> head;
-  std::optional<int64_t> from_step;  // inclusive
-  std::optional<int64_t> to_step;    // inclusive
+  std::optional<int64_t> from_step;   // inclusive
+  std::optional<int64_t> to_step;     // inclusive
+  std::optional<int64_t> after_step;  // exclusive lower bound (incremental polling)
 };
 
 struct SeriesPoint {

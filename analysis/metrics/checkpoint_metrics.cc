@@ -15,7 +15,8 @@ const std::vector<std::string>& PerHiddenStateMetricNames() {
 }
 
 const std::vector<std::string>& VectorKinds() {
-  static const std::vector<std::string> kinds = {"q_mean", "k_mean"};
+  static const std::vector<std::string> kinds = {"q_mean", "k_mean", "q_mean_pre_rotary",
+                                                 "k_mean_pre_rotary"};
   return kinds;
 }
 
@@ -32,6 +33,18 @@ void ForEachScalar(
   for (const HiddenStateMetrics& m : metrics.hidden_states) {
     fn("hidden_anisotropy", m.index, -1, m.anisotropy);
     fn("hidden_mean_norm", m.index, -1, m.mean_norm);
+  }
+}
+
+void ForEachVector(const CheckpointMetrics& metrics,
+                   const std::function<void(std::string_view kind, int layer, int head,
+                                            const std::vector<double>& values)>& fn) {
+  for (const HeadMetrics& m : metrics.heads) {
+    const std::vector<double>* vectors[] = {&m.q_mean, &m.k_mean, &m.q_mean_pre_rotary,
+                                            &m.k_mean_pre_rotary};
+    for (size_t i = 0; i < VectorKinds().size(); ++i) {
+      if (!vectors[i]->empty()) fn(VectorKinds()[i], m.layer, m.head, *vectors[i]);
+    }
   }
 }
 

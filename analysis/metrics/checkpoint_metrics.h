@@ -25,6 +25,9 @@ struct HeadMetrics {
   double k_anisotropy = 0;
   std::vector<double> q_mean;  // length d_h
   std::vector<double> k_mean;
+  // Rotary models only (empty otherwise): the means before the rotary embedding.
+  std::vector<double> q_mean_pre_rotary;
+  std::vector<double> k_mean_pre_rotary;
 };
 
 // Per hidden state index 0 … L (METRICS.md "Per hidden state").
@@ -46,7 +49,8 @@ struct CheckpointMetrics {
 // Scalar metric names, as stored and queried. Per-head metrics first.
 const std::vector<std::string>& PerHeadMetricNames();
 const std::vector<std::string>& PerHiddenStateMetricNames();
-// Vector kinds: "q_mean", "k_mean".
+// Vector kinds: "q_mean", "k_mean", "q_mean_pre_rotary", "k_mean_pre_rotary" (the last
+// two only for rotary models).
 const std::vector<std::string>& VectorKinds();
 
 // Calls `fn(name, layer, head, value)` for every scalar; head is -1 for hidden states,
@@ -54,5 +58,11 @@ const std::vector<std::string>& VectorKinds();
 void ForEachScalar(
     const CheckpointMetrics& metrics,
     const std::function<void(std::string_view name, int layer, int head, double value)>& fn);
+
+// Calls `fn(kind, layer, head, values)` for every stored vector (VectorKinds()), skipping
+// the kinds a model does not have (pre-rotary means of non-rotary models).
+void ForEachVector(const CheckpointMetrics& metrics,
+                   const std::function<void(std::string_view kind, int layer, int head,
+                                            const std::vector<double>& values)>& fn);
 
 }  // namespace anisoscope::analysis

@@ -46,6 +46,18 @@ void MetricsObserver::OnAttention(int layer, const at::Tensor& query, const at::
       (row_entropy.to(at::kDouble) * valid_.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
 }
 
+void MetricsObserver::OnPreRotary(int layer, const at::Tensor& query, const at::Tensor& key) {
+  if (pre_rotary_queries_.empty()) {
+    const at::Device device = entropy_sum_.device();
+    for (int l = 0; l < shape_.num_layers; ++l) {
+      pre_rotary_queries_.emplace_back(shape_.num_heads, shape_.head_dim, device);
+      pre_rotary_keys_.emplace_back(shape_.num_heads, shape_.head_dim, device);
+    }
+  }
+  pre_rotary_queries_[layer].Add(query, valid_, valid_count_);
+  pre_rotary_keys_[layer].Add(key, valid_, valid_count_);
+}
+
 CheckpointMetrics MetricsObserver::Finish() const {
   CheckpointMetrics metrics;
   metrics.shape = shape_;
@@ -58,12 +70,19 @@ CheckpointMetrics MetricsObserver::Finish() const {
     const at::Tensor k_mean = keys_[layer].Mean().cpu();
     const at::Tensor q_anisotropy = queries_[layer].Anisotropy().cpu();
     const at::Tensor k_anisotropy = keys_[layer].Anisotropy().cpu();
+    const bool rotary = !pre_rotary_queries_.empty();
+    const at::Tensor q_mean_pre = rotary ? pre_rotary_queries_[layer].Mean().cpu() : at::Tensor();
+    const at::Tensor k_mean_pre = rotary ? pre_rotary_keys_[layer].Mean().cpu() : at::Tensor();
     for (int head = 0; head < shape_.num_heads; ++head) {
       HeadMetrics m;
       m.layer = layer;
       m.head = head;
       m.q_mean = ToVector(q_mean[head]);
       m.k_mean = ToVector(k_mean[head]);
+      if (rotary) {
+        m.q_mean_pre_rotary = ToVector(q_mean_pre[head]);
+        m.k_mean_pre_rotary = ToVector(k_mean_pre[head]);
+      }
       double qq = 0, kk = 0, qk = 0;
       for (size_t i = 0; i < m.q_mean.size(); ++i) {
         qq += m.q_mean[i] * m.q_mean[i];

@@ -27,6 +27,7 @@ class MetricsObserver : public ForwardObserver {
   void OnHiddenState(int index, const at::Tensor& hidden) override;
   void OnAttention(int layer, const at::Tensor& query, const at::Tensor& key,
                    const at::Tensor& probs) override;
+  void OnPreRotary(int layer, const at::Tensor& query, const at::Tensor& key) override;
 
   // The metrics of everything added so far (copies results to the CPU once).
   CheckpointMetrics Finish() const;
@@ -38,6 +39,8 @@ class MetricsObserver : public ForwardObserver {
   int64_t num_samples_ = 0;
   std::vector<VectorAccumulator> queries_;  // per layer, H groups
   std::vector<VectorAccumulator> keys_;
+  std::vector<VectorAccumulator> pre_rotary_queries_;  // per layer; empty until OnPreRotary
+  std::vector<VectorAccumulator> pre_rotary_keys_;
   std::vector<VectorAccumulator> hidden_;  // per hidden state, 1 group
   at::Tensor entropy_sum_;                 // [L, H] float64
 };

@@ -1,7 +1,6 @@
 #include "analysis/models/bert_model.h"
 
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -24,18 +23,12 @@ absl::StatusOr<BertConfig> BertConfig::FromCheckpoint(const Checkpoint& checkpoi
   ASSIGN_OR_RETURN(config.max_positions, reader.PositiveInt("max_position_embeddings"));
   ASSIGN_OR_RETURN(config.type_vocab_size, reader.PositiveInt("type_vocab_size", 2));
   ASSIGN_OR_RETURN(config.layer_norm_eps, reader.PositiveNumber("layer_norm_eps", 1e-12));
-  ASSIGN_OR_RETURN(config.hidden_act, reader.String("hidden_act", "gelu"));
+  ASSIGN_OR_RETURN(config.hidden_act, ReadActivation(reader, "hidden_act", "gelu"));
   ASSIGN_OR_RETURN(std::string position_type, reader.String("position_embedding_type", "absolute"));
   if (config.hidden_size % config.num_heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(reader.Describe("hidden_size"), " (", config.hidden_size,
                      ") is not a multiple of num_attention_heads (", config.num_heads, ")"));
-  }
-  if (config.hidden_act != "gelu" && config.hidden_act != "gelu_new" &&
-      config.hidden_act != "relu") {
-    return absl::InvalidArgumentError(absl::StrCat(reader.Describe("hidden_act"), " '",
-                                                   config.hidden_act,
-                                                   "' is not supported (gelu, gelu_new, relu)"));
   }
   if (position_type != "absolute") {
     return absl::InvalidArgumentError(absl::StrCat(reader.Describe("position_embedding_type"), " '",
@@ -66,18 +59,10 @@ absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& c
   const int64_t d = config.hidden_size;
   const int64_t inner = config.intermediate_size;
 
-  auto linear = [&](const std::string& name, int64_t out, int64_t in) -> absl::StatusOr<Linear> {
-    Linear result;
-    ASSIGN_OR_RETURN(result.weight, weights.Get(name + ".weight", {out, in}));
-    ASSIGN_OR_RETURN(result.bias, weights.Get(name + ".bias", {out}));
-    return result;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    return LoadLinear(weights, name, out, in);
   };
-  auto layer_norm = [&](const std::string& name) -> absl::StatusOr<LayerNormWeights> {
-    LayerNormWeights result;
-    ASSIGN_OR_RETURN(result.weight, weights.Get(name + ".weight", {d}));
-    ASSIGN_OR_RETURN(result.bias, weights.Get(name + ".bias", {d}));
-    return result;
-  };
+  auto layer_norm = [&](const std::string& name) { return LoadLayerNorm(weights, name, d); };
 
   ASSIGN_OR_RETURN(model->word_embeddings_,
                    weights.Get("embeddings.word_embeddings.weight", {config.vocab_size, d}));
@@ -104,66 +89,43 @@ absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& c
   return model;
 }
 
-at::Tensor BertModel::LayerNorm(const at::Tensor& x, const LayerNormWeights& norm) const {
-  return at::layer_norm(x, {config_.hidden_size}, norm.weight, norm.bias, config_.layer_norm_eps);
-}
-
-at::Tensor BertModel::Activation(const at::Tensor& x) const {
-  if (config_.hidden_act == "gelu_new") {
-    const double k = std::sqrt(2.0 / M_PI);
-    return 0.5 * x * (1.0 + at::tanh(k * (x + 0.044715 * at::pow(x, 3.0))));
-  }
-  if (config_.hidden_act == "relu") return at::relu(x);
-  return at::gelu(x);  // exact erf GELU, as HF "gelu"
-}
-
 at::Tensor BertModel::Embed(const at::Tensor& input_ids) const {
   const int64_t length = input_ids.size(1);
   at::Tensor positions = at::arange(length, input_ids.options());
   at::Tensor embedded = at::embedding(word_embeddings_, input_ids) +
                         at::embedding(position_embeddings_, positions).unsqueeze(0) +
                         token_type_embeddings_[0];
-  return LayerNorm(embedded, embedding_norm_);
+  return LayerNorm(embedded, embedding_norm_, config_.layer_norm_eps);
 }
 
 at::Tensor BertModel::RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
                                ForwardObserver& observer) const {
   const Block& block = blocks_[layer];
-  const int64_t batch = hidden.size(0);
-  const int64_t length = hidden.size(1);
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.hidden_size / heads;
-  auto split_heads = [&](const at::Tensor& x) {
-    return x.view({batch, length, heads, head_dim}).permute({0, 2, 1, 3});
-  };
-  const at::Tensor query = split_heads(at::linear(hidden, block.query.weight, block.query.bias));
-  const at::Tensor key = split_heads(at::linear(hidden, block.key.weight, block.key.bias));
-  const at::Tensor value = split_heads(at::linear(hidden, block.value.weight, block.value.bias));
+  const double eps = config_.layer_norm_eps;
+  const at::Tensor query = SplitHeads(Linear(hidden, block.query), heads);
+  const at::Tensor key = SplitHeads(Linear(hidden, block.key), heads);
+  const at::Tensor value = SplitHeads(Linear(hidden, block.value), heads);
 
   // Every sample has at least one valid key, so no row is fully masked.
-  at::Tensor scores = at::matmul(query, key.transpose(-1, -2)) / std::sqrt(double(head_dim));
-  scores.masked_fill_(key_mask.logical_not(), -std::numeric_limits<double>::infinity());
-  at::Tensor probs = at::softmax(scores, -1);
-  scores.reset();
+  at::Tensor probs = MaskedSoftmax(
+      at::matmul(query, key.transpose(-1, -2)) / std::sqrt(double(head_dim)), key_mask);
   observer.OnAttention(layer, query, key, probs);
 
-  at::Tensor context =
-      at::matmul(probs, value).permute({0, 2, 1, 3}).reshape({batch, length, config_.hidden_size});
+  at::Tensor context = MergeHeads(at::matmul(probs, value));
   probs.reset();
-  at::Tensor attended = LayerNorm(
-      at::linear(context, block.attention_output.weight, block.attention_output.bias) + hidden,
-      block.attention_norm);
-  at::Tensor inner =
-      Activation(at::linear(attended, block.intermediate.weight, block.intermediate.bias));
-  return LayerNorm(at::linear(inner, block.output.weight, block.output.bias) + attended,
-                   block.output_norm);
+  at::Tensor attended =
+      LayerNorm(Linear(context, block.attention_output) + hidden, block.attention_norm, eps);
+  at::Tensor inner = Activate(Linear(attended, block.intermediate), config_.hidden_act);
+  return LayerNorm(Linear(inner, block.output) + attended, block.output_norm, eps);
 }
 
 void BertModel::Forward(const at::Tensor& input_ids, const at::Tensor& valid,
                         ForwardObserver& observer) const {
   at::Tensor hidden = Embed(input_ids);
   observer.OnHiddenState(0, hidden);
-  const at::Tensor key_mask = valid.view({valid.size(0), 1, 1, valid.size(1)});
+  const at::Tensor key_mask = PaddingKeyMask(valid);
   for (int layer = 0; layer < shape_.num_layers; ++layer) {
     hidden = RunBlock(layer, hidden, key_mask, observer);
     observer.OnHiddenState(layer + 1, hidden);

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/checkpoint/checkpoint.h"
+#include "analysis/models/model_layers.h"
 #include "analysis/models/transformer_model.h"
 
 namespace anisoscope::analysis {
@@ -24,7 +25,7 @@ struct BertConfig {
   int64_t max_positions = 0;
   int64_t type_vocab_size = 2;
   double layer_norm_eps = 1e-12;
-  std::string hidden_act = "gelu";  // "gelu" (erf), "gelu_new" (tanh), "relu"
+  Activation hidden_act = Activation::kGelu;
 
   // Reads config.json fields; errors name the file and the field.
   static absl::StatusOr<BertConfig> FromCheckpoint(const Checkpoint& checkpoint);
@@ -42,18 +43,10 @@ class BertModel : public TransformerModel {
                ForwardObserver& observer) const override;
 
  private:
-  struct LayerNormWeights {
-    at::Tensor weight;
-    at::Tensor bias;
-  };
-  struct Linear {
-    at::Tensor weight;  // [out, in]
-    at::Tensor bias;    // [out]
-  };
   struct Block {
-    Linear query, key, value, attention_output;
+    LinearWeights query, key, value, attention_output;
     LayerNormWeights attention_norm;
-    Linear intermediate, output;
+    LinearWeights intermediate, output;
     LayerNormWeights output_norm;
   };
 
@@ -62,8 +55,6 @@ class BertModel : public TransformerModel {
   at::Tensor Embed(const at::Tensor& input_ids) const;
   at::Tensor RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
                       ForwardObserver& observer) const;
-  at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm) const;
-  at::Tensor Activation(const at::Tensor& x) const;
 
   BertConfig config_;
   ModelShape shape_;

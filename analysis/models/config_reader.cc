@@ -49,4 +49,18 @@ absl::StatusOr<std::string> ConfigReader::String(const std::string& field,
   return value.get<std::string>();
 }
 
+absl::StatusOr<bool> ConfigReader::Bool(const std::string& field, bool default_value) const {
+  if (!config_.is_object() || !config_.contains(field)) return default_value;
+  const nlohmann::json& value = config_.at(field);
+  if (!value.is_boolean()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(field), " must be true or false, got ", value.dump()));
+  }
+  return value.get<bool>();
+}
+
+bool ConfigReader::IsSet(const std::string& field) const {
+  return config_.is_object() && config_.contains(field) && !config_.at(field).is_null();
+}
+
 }  // namespace anisoscope::analysis

@@ -23,6 +23,9 @@ class ConfigReader {
   absl::StatusOr<double> PositiveNumber(const std::string& field, double default_value) const;
   absl::StatusOr<std::string> String(const std::string& field,
                                      const std::string& default_value) const;
+  absl::StatusOr<bool> Bool(const std::string& field, bool default_value) const;
+  // True when `field` is present and not null (HF writes unset optional fields as null).
+  bool IsSet(const std::string& field) const;
 
   // "config.json field 'hidden_size' ..." prefix for custom errors.
   std::string Describe(const std::string& field) const;

@@ -4,13 +4,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/models/bert_model.h"
+#include "analysis/models/gpt2_model.h"
+#include "analysis/models/gpt_neox_model.h"
 #include "analysis/models/transformer_model.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
 namespace {
 
-constexpr char kSupportedFamilies[] = "bert";
+constexpr char kSupportedFamilies[] =
+    "bert (Bert*), gpt_neox (GPTNeoX*), gpt2 (GPT2*), by config.json model_type or architectures";
 
 // The family named by model_type, else by the first architectures entry.
 std::string FamilyOf(const nlohmann::json& config) {
@@ -21,6 +24,8 @@ std::string FamilyOf(const nlohmann::json& config) {
       !config["architectures"].empty() && config["architectures"][0].is_string()) {
     const std::string architecture = config["architectures"][0].get<std::string>();
     if (absl::StartsWith(architecture, "Bert")) return "bert";
+    if (absl::StartsWith(architecture, "GPTNeoX")) return "gpt_neox";
+    if (absl::StartsWith(architecture, "GPT2")) return "gpt2";
     return architecture;
   }
   return "";
@@ -44,6 +49,16 @@ absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& 
   if (family == "bert") {
     ASSIGN_OR_RETURN(std::unique_ptr<BertModel> model,
                      BertModel::Create(checkpoint, device, dtype));
+    return std::unique_ptr<TransformerModel>(std::move(model));
+  }
+  if (family == "gpt_neox") {
+    ASSIGN_OR_RETURN(std::unique_ptr<GPTNeoXModel> model,
+                     GPTNeoXModel::Create(checkpoint, device, dtype));
+    return std::unique_ptr<TransformerModel>(std::move(model));
+  }
+  if (family == "gpt2") {
+    ASSIGN_OR_RETURN(std::unique_ptr<GPT2Model> model,
+                     GPT2Model::Create(checkpoint, device, dtype));
     return std::unique_ptr<TransformerModel>(std::move(model));
   }
   return absl::InvalidArgumentError(

@@ -17,12 +17,18 @@ namespace anisoscope::analysis {
 class ForwardObserver {
  public:
   virtual ~ForwardObserver() = default;
-  // hidden_states[index], [B, T, D]; index 0 is the embedding output, index l+1 block l's.
+  // hidden_states[index], [B, T, D], as HF output_hidden_states: index 0 is the embedding
+  // output, index l+1 block l's; for pre-LN causal families (gpt2, gpt_neox) the last one,
+  // index L, is after the final LayerNorm.
   virtual void OnHiddenState(int index, const at::Tensor& hidden) = 0;
   // Block `layer`: query and key vectors exactly as they enter QK^T ([B, H, T, d_h], before
-  // the 1/sqrt(d_h) scale), and attention probabilities [B, H, T, T] (masked keys are 0).
+  // the 1/sqrt(d_h) scale; after the rotary embedding for rotary models), and attention
+  // probabilities [B, H, T, T] (keys masked by padding or causality are exactly 0).
   virtual void OnAttention(int layer, const at::Tensor& query, const at::Tensor& key,
                            const at::Tensor& probs) = 0;
+  // Rotary models only, before OnAttention: block `layer`'s query and key [B, H, T, d_h]
+  // before the rotary embedding (the pass-through dimensions equal OnAttention's).
+  virtual void OnPreRotary(int layer, const at::Tensor& query, const at::Tensor& key) {}
 };
 
 struct ModelOptions {

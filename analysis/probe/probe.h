@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/tokenizer/tokenizer.h"
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
 
 namespace anisoscope::analysis {
@@ -26,7 +27,7 @@ struct Probe {
 enum class ProbeSource { kTokens, kText };
 enum class TextMode { kWindows, kLines };
 
-// What the user asked for; turned into a Probe per checkpoint (text needs its vocab.txt).
+// What the user asked for; turned into a Probe per checkpoint (text needs its tokenizer).
 struct ProbeSpec {
   ProbeSource source = ProbeSource::kTokens;
   std::filesystem::path file;
@@ -45,11 +46,24 @@ std::string ComputeProbeId(const std::vector<std::vector<int64_t>>& samples);
 absl::StatusOr<Probe> ReadTokenProbe(const std::filesystem::path& file, int64_t max_samples,
                                      int64_t seq_len);
 
-// Tokenizes `file` with `tokenizer`. kWindows: consecutive windows of the token stream of
-// the whole file, each [CLS] + (seq_len - 2) tokens + [SEP] (the last may be shorter).
-// kLines: one sample per non-empty line, [CLS] … [SEP], truncated to seq_len.
-absl::StatusOr<Probe> BuildTextProbe(const std::filesystem::path& file,
-                                     const WordPieceTokenizer& tokenizer, TextMode mode,
+// Special tokens put around every text sample: BERT [CLS] … [SEP]; none for causal BPE
+// models (GPT-2, GPT-NeoX), whose probes carry no special tokens by default.
+struct SampleFraming {
+  std::vector<int64_t> prefix;
+  std::vector<int64_t> suffix;
+
+  int64_t size() const { return static_cast<int64_t>(prefix.size() + suffix.size()); }
+};
+
+// [CLS] … [SEP] of `tokenizer`.
+SampleFraming BertFraming(const WordPieceTokenizer& tokenizer);
+
+// Tokenizes `file` with `tokenizer`; every sample is prefix + body + suffix of `framing`,
+// at most seq_len tokens. kWindows: consecutive windows of the token stream of the whole
+// file (the last may be shorter). kLines: one sample per non-empty line, truncated.
+// seq_len must leave room for the framing and one token.
+absl::StatusOr<Probe> BuildTextProbe(const std::filesystem::path& file, const Tokenizer& tokenizer,
+                                     const SampleFraming& framing, TextMode mode,
                                      int64_t max_samples, int64_t seq_len);
 
 }  // namespace anisoscope::analysis

@@ -15,10 +15,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/tokenizer/tokenizer.h"
 
 namespace anisoscope::analysis {
 
-class WordPieceTokenizer {
+class WordPieceTokenizer : public Tokenizer {
  public:
   struct Options {
     // Lower-case and strip accents (bert-base-uncased, MultiBERTs).
@@ -32,7 +33,7 @@ class WordPieceTokenizer {
       const std::filesystem::path& vocab_file, const Options& options);
 
   // Token ids of `text` (UTF-8; invalid bytes are dropped), without special tokens.
-  std::vector<int64_t> Encode(std::string_view text) const;
+  std::vector<int64_t> Encode(std::string_view text) const override;
   // The same as token strings, for tests and debugging.
   std::vector<std::string> Tokenize(std::string_view text) const;
 
@@ -40,7 +41,7 @@ class WordPieceTokenizer {
   int64_t sep_id() const { return sep_id_; }
   int64_t pad_id() const { return pad_id_; }
   int64_t unk_id() const { return unk_id_; }
-  int64_t vocab_size() const { return static_cast<int64_t>(id_to_token_.size()); }
+  int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
 
  private:
   WordPieceTokenizer() = default;

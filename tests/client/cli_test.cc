@@ -282,7 +282,10 @@ TEST_F(CliTest, VectorsPrintsJsonByDefaultAndCsv) {
             0);
   EXPECT_EQ(out_, "step,v0,v1\n3,1,-0.5\n");
   EXPECT_EQ(Run({"vectors", "--run", "r", "--kind", "v_mean", "--layer", "1", "--head", "2"}), 2);
-  EXPECT_EQ(err_, "anisoscope: --kind: expected one of q_mean, k_mean; got 'v_mean'\n");
+  EXPECT_EQ(
+      err_,
+      "anisoscope: --kind: expected one of q_mean, k_mean, q_mean_pre_rotary, k_mean_pre_rotary; "
+      "got 'v_mean'\n");
 }
 
 TEST(SubmitRequestTest, PathsAreMadeAbsoluteAgainstTheClientCwd) {

@@ -1,12 +1,18 @@
 #!/usr/bin/python3
 """Independent float64 reference for ../shared/docs/METRICS.md (python3-torch 1.13).
 
-Written from the metric definitions and Hugging Face BertModel's eval-mode behaviour, not
-from the C++ engine: a plain forward over the state dict, HF's additive attention mask,
-and every statistic computed by its direct definition (anisotropy from the full matrix of
-pairwise cosines, entropy row by row). Prints JSON:
-  {"heads": [{"layer", "head", "q_mean_norm", ..., "q_mean": [...], "k_mean": [...]}],
-   "hidden_states": [{"index", "anisotropy", "mean_norm"}], "num_tokens": N}
+Written from the metric definitions and Hugging Face's eval-mode behaviour of BertModel
+(here), GPTNeoXModel (gpt_neox_reference.py) and GPT2Model (gpt2_reference.py), not from
+the C++ engine: a plain forward over the state dict, HF's additive attention masks (causal
+for gpt_neox and gpt2), and every statistic computed by its direct definition (anisotropy
+from the full matrix of pairwise cosines, entropy row by row over the keys each query may
+see). hidden_states are those of HF output_hidden_states (for the causal families the last
+one is after the final LayerNorm). Prints JSON:
+  {"model_type", "heads": [{"layer", "head", "q_mean_norm", ..., "q_mean": [...],
+   "k_mean": [...]}], "hidden_states": [{"index", "anisotropy", "mean_norm"}],
+   "num_tokens": N}
+where rotary models' heads also carry "q_mean_pre_rotary" and "k_mean_pre_rotary" (the
+means of Q and K before the rotary embedding; q_mean/k_mean are after it).
 """
 import argparse
 import json
@@ -18,6 +24,10 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 import hf_io  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt2_reference  # noqa: E402
+import gpt_neox_reference  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -80,6 +90,27 @@ def bert_forward(state, cfg, ids, valid):
     return hidden, attention
 
 
+def bert_forward_dicts(state, cfg, ids, valid):
+    hidden, attention = bert_forward(state, cfg, ids, valid)
+    return hidden, [{"q": q, "k": k, "probs": probs} for q, k, probs in attention]
+
+
+# model_type -> (forward, causal): each forward returns (hidden_states, per-block dicts).
+FAMILIES = {"bert": (bert_forward_dicts, False),
+            "gpt_neox": (gpt_neox_reference.forward, True),
+            "gpt2": (gpt2_reference.forward, True)}
+
+
+def model_type(cfg):
+    if "model_type" in cfg:
+        return cfg["model_type"]
+    architecture = (cfg.get("architectures") or [""])[0]
+    for prefix, family in (("GPTNeoX", "gpt_neox"), ("GPT2", "gpt2"), ("Bert", "bert")):
+        if architecture.startswith(prefix):
+            return family
+    return ""
+
+
 def mean_pairwise_cosine(vectors):
     """Mean of cos(v_s, v_t) over all ordered pairs s != t, from the Gram matrix."""
     n = vectors.shape[0]
@@ -97,11 +128,16 @@ def compute(checkpoint_dir, samples):
     for row, sample in enumerate(samples):
         ids[row, :len(sample)] = torch.tensor(sample)
         valid[row, :len(sample)] = True
-    causal = False
+    family = model_type(cfg)
+    if family not in FAMILIES:
+        raise ValueError(f"{checkpoint_dir}: model_type {family!r} has no reference")
+    forward, causal = FAMILIES[family]
     with torch.no_grad():
-        hidden, attention = bert_forward(state, cfg, ids, valid)
-    result = {"num_tokens": int(valid.sum()), "heads": [], "hidden_states": []}
-    for layer, (q, k, probs) in enumerate(attention):
+        hidden, attention = forward(state, cfg, ids, valid)
+    result = {"model_type": family, "num_tokens": int(valid.sum()), "heads": [],
+              "hidden_states": []}
+    for layer, block in enumerate(attention):
+        q, k, probs = block["q"], block["k"], block["probs"]
         for head in range(q.shape[1]):
             qs = q[:, head][valid]  # [N, d_h], valid tokens of every sample
             ks = k[:, head][valid]
@@ -123,6 +159,11 @@ def compute(checkpoint_dir, samples):
                 "q_anisotropy": mean_pairwise_cosine(qs),
                 "k_anisotropy": mean_pairwise_cosine(ks),
                 "q_mean": q_mean.tolist(), "k_mean": k_mean.tolist()})
+            if "q_pre" in block:
+                result["heads"][-1]["q_mean_pre_rotary"] = \
+                    block["q_pre"][:, head][valid].mean(0).tolist()
+                result["heads"][-1]["k_mean_pre_rotary"] = \
+                    block["k_pre"][:, head][valid].mean(0).tolist()
     for index, h in enumerate(hidden):
         vectors = h[valid]
         result["hidden_states"].append({"index": index,

@@ -41,6 +41,8 @@ void ServerFixture::StartServer(int workers) {
   options.db = db_.string();
   options.allow_roots = {root_.string()};
   options.workers = workers;
+  options.http_listen = http_listen_;
+  options.web_dir = web_dir_.string();
   auto server = AnisoscopeServer::Create(options, engine_->Factory());
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(server).value();

@@ -47,6 +47,9 @@ class ServerFixture : public ::testing::Test {
   fs::path outside_;
   fs::path probe_;
   fs::path db_;
+  // Set before StartServer to serve the HTTP API too (ServerOptions::http_listen, web_dir).
+  std::string http_listen_;
+  fs::path web_dir_;
   std::unique_ptr<FakeEngine> engine_;
   std::unique_ptr<AnisoscopeServer> server_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -5,100 +5,24 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "analysis/extractor.h"
+#include "tests/analysis/extractor/reference_comparison.h"
 
 namespace anisoscope::analysis {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path FixtureDir() {
-  const char* dir = std::getenv("ANISOSCOPE_FIXTURES");
-  return fs::path(dir ? dir : "fixtures") / "bert_run";
-}
-
-TorchExtractorOptions CpuOptions(int batch_size) {
-  TorchExtractorOptions options;
-  options.batch_size = batch_size;
-  return options;
-}
-
-nlohmann::json ReadJson(const fs::path& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << "cannot read " << path;
-  return nlohmann::json::parse(in);
-}
+fs::path FixtureDir() { return FixturePath("bert_run"); }
 
 // Extracts `checkpoint` (relative to the fixture) with the fixture probe.
 CheckpointMetrics ExtractFixture(const std::string& checkpoint,
                                  const TorchExtractorOptions& options = CpuOptions(5)) {
-  auto extractor = CreateTorchExtractor(options);
-  EXPECT_TRUE(extractor.ok()) << extractor.status();
-  ProbeSpec spec;
-  spec.file = FixtureDir() / "probe.jsonl";
-  auto probe = (*extractor)->BuildProbe(FixtureDir() / checkpoint, spec);
-  EXPECT_TRUE(probe.ok()) << probe.status();
-  auto metrics = (*extractor)->Extract(FixtureDir() / checkpoint, *probe, {});
-  EXPECT_TRUE(metrics.ok()) << metrics.status();
-  return metrics.ok() ? *metrics : CheckpointMetrics();
-}
-
-// The largest deviations seen, printed once per format for the README's figures.
-struct Deviations {
-  double absolute = 0;  // cosines, entropies, anisotropies
-  double relative = 0;  // norms, dots
-  void Absolute(double a, double b) { absolute = std::max(absolute, std::abs(a - b)); }
-  void Relative(double value) { relative = std::max(relative, value); }
-};
-
-// Cosines, entropies, anisotropies: absolute 2e-4. Norms, dots: relative 1e-3.
-void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& want,
-                            const std::string& where, Deviations& deviations) {
-  ASSERT_EQ(got.num_tokens, want["num_tokens"].get<int64_t>()) << where;
-  ASSERT_EQ(got.heads.size(), want["heads"].size()) << where;
-  auto relative = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-3); };
-  for (size_t i = 0; i < got.heads.size(); ++i) {
-    const HeadMetrics& g = got.heads[i];
-    const nlohmann::json& w = want["heads"][i];
-    const std::string at =
-        where + " layer " + std::to_string(g.layer) + " head " + std::to_string(g.head);
-    ASSERT_EQ(g.layer, w["layer"].get<int>()) << at;
-    ASSERT_EQ(g.head, w["head"].get<int>()) << at;
-    deviations.Absolute(g.qk_mean_cosine, w["qk_mean_cosine"].get<double>());
-    deviations.Absolute(g.attn_entropy, w["attn_entropy"].get<double>());
-    deviations.Absolute(g.q_anisotropy, w["q_anisotropy"].get<double>());
-    deviations.Absolute(g.k_anisotropy, w["k_anisotropy"].get<double>());
-    deviations.Relative(relative(g.q_mean_norm, w["q_mean_norm"].get<double>()));
-    deviations.Relative(relative(g.k_mean_norm, w["k_mean_norm"].get<double>()));
-    deviations.Relative(relative(g.qk_mean_dot, w["qk_mean_dot"].get<double>()));
-    EXPECT_NEAR(g.qk_mean_cosine, w["qk_mean_cosine"].get<double>(), 2e-4) << at;
-    EXPECT_NEAR(g.attn_entropy, w["attn_entropy"].get<double>(), 2e-4) << at;
-    EXPECT_NEAR(g.q_anisotropy, w["q_anisotropy"].get<double>(), 2e-4) << at;
-    EXPECT_NEAR(g.k_anisotropy, w["k_anisotropy"].get<double>(), 2e-4) << at;
-    EXPECT_LT(relative(g.q_mean_norm, w["q_mean_norm"].get<double>()), 1e-3) << at;
-    EXPECT_LT(relative(g.k_mean_norm, w["k_mean_norm"].get<double>()), 1e-3) << at;
-    EXPECT_LT(relative(g.qk_mean_dot, w["qk_mean_dot"].get<double>()), 1e-3) << at;
-    const auto q_mean = w["q_mean"].get<std::vector<double>>();
-    ASSERT_EQ(g.q_mean.size(), q_mean.size()) << at;
-    for (size_t j = 0; j < q_mean.size(); ++j) {
-      EXPECT_NEAR(g.q_mean[j], q_mean[j], 1e-3 * g.q_mean_norm) << at << " q_mean[" << j << "]";
-    }
-  }
-  ASSERT_EQ(got.hidden_states.size(), want["hidden_states"].size()) << where;
-  for (size_t i = 0; i < got.hidden_states.size(); ++i) {
-    const nlohmann::json& w = want["hidden_states"][i];
-    const std::string at = where + " hidden state " + std::to_string(i);
-    deviations.Absolute(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>());
-    deviations.Relative(relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()));
-    EXPECT_NEAR(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>(), 2e-4) << at;
-    EXPECT_LT(relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()), 1e-3) << at;
-  }
+  return ExtractCheckpoint(FixtureDir() / checkpoint, FixtureDir() / "probe.jsonl", options);
 }
 
 class ExtractorReferenceTest : public ::testing::TestWithParam<std::string> {};

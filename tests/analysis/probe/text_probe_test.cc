@@ -4,10 +4,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/probe/probe.h"
+#include "analysis/tokenizer/tokenizer.h"
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
 #include "gtest/gtest.h"
 
@@ -47,8 +50,8 @@ class TextProbeTest : public ::testing::Test {
 };
 
 TEST_F(TextProbeTest, WindowsCutTheWholeTokenStreamAcrossLines) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 128, 5);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
+                                               TextMode::kWindows, 128, 5);
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples,
             (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}, {2, 9, 4, 10, 3}, {2, 11, 3}}));
@@ -59,7 +62,8 @@ TEST_F(TextProbeTest, WindowsCutTheWholeTokenStreamAcrossLines) {
 }
 
 TEST_F(TextProbeTest, WindowsStopAtMaxSamples) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 2, 5);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 2, 5);
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}}));
   EXPECT_EQ(probe->description, "text corpus.txt windows 2x5");
@@ -67,14 +71,15 @@ TEST_F(TextProbeTest, WindowsStopAtMaxSamples) {
 
 TEST_F(TextProbeTest, WindowsThatFillExactlyLeaveNoEmptyTail) {
   absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write("the cat sat on the mat\n"), *tokenizer_, TextMode::kWindows, 128, 5);
+      BuildTextProbe(Write("the cat sat on the mat\n"), *tokenizer_, BertFraming(*tokenizer_),
+                     TextMode::kWindows, 128, 5);
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}}));
 }
 
 TEST_F(TextProbeTest, ShortTextGivesOneShortWindow) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write("the cat"), *tokenizer_, TextMode::kWindows, 128, 512);
+  absl::StatusOr<Probe> probe = BuildTextProbe(
+      Write("the cat"), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 128, 512);
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 3}}));
 }
@@ -83,31 +88,34 @@ TEST_F(TextProbeTest, CrLfTextGivesTheSameWindowsAsLf) {
   std::string crlf;
   for (const char c : std::string(kText))
     crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
-  absl::StatusOr<Probe> lf = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 8, 4);
+  absl::StatusOr<Probe> lf =
+      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 8, 4);
   ASSERT_TRUE(lf.ok()) << lf.status();
-  absl::StatusOr<Probe> dos = BuildTextProbe(Write(crlf), *tokenizer_, TextMode::kWindows, 8, 4);
+  absl::StatusOr<Probe> dos =
+      BuildTextProbe(Write(crlf), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 8, 4);
   ASSERT_TRUE(dos.ok()) << dos.status();
   EXPECT_EQ(dos->samples, lf->samples);
   EXPECT_EQ(dos->id, lf->id);
 }
 
 TEST_F(TextProbeTest, LinesGiveOneTruncatedSamplePerNonEmptyLine) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kLines, 128, 4);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kLines, 128, 4);
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 3}, {2, 7, 4, 3}, {2, 4, 10, 3}}));
   EXPECT_EQ(probe->description, "text corpus.txt lines 3x4");
 }
 
 TEST_F(TextProbeTest, LinesKeepShortLinesWhole) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write(kText), *tokenizer_, TextMode::kLines, 128, 512);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
+                                               TextMode::kLines, 128, 512);
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 9, 3}, {2, 4, 10, 11, 3}}));
 }
 
 TEST_F(TextProbeTest, LinesStopAtMaxSamplesAndSkipTokenlessLines) {
   absl::StatusOr<Probe> probe = BuildTextProbe(Write("\u200b\x07\nthe dog\nthe cat\n"), *tokenizer_,
-                                               TextMode::kLines, 1, 512);
+                                               BertFraming(*tokenizer_), TextMode::kLines, 1, 512);
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 10, 3}}));
   EXPECT_EQ(probe->description, "text corpus.txt lines 1x512");
@@ -115,24 +123,28 @@ TEST_F(TextProbeTest, LinesStopAtMaxSamplesAndSkipTokenlessLines) {
 
 TEST_F(TextProbeTest, SeqLenBelowThreeIsInvalid) {
   for (const TextMode mode : {TextMode::kWindows, TextMode::kLines}) {
-    absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, mode, 128, 2);
+    absl::StatusOr<Probe> probe =
+        BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), mode, 128, 2);
     ASSERT_FALSE(probe.ok());
     EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(probe.status().message().find("seq_len"), std::string::npos);
   }
-  EXPECT_TRUE(BuildTextProbe(Write(kText), *tokenizer_, TextMode::kWindows, 128, 3).ok());
+  EXPECT_TRUE(BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
+                             TextMode::kWindows, 128, 3)
+                  .ok());
 }
 
 TEST_F(TextProbeTest, NonPositiveSamplesIsInvalid) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, TextMode::kLines, 0, 8);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kLines, 0, 8);
   ASSERT_FALSE(probe.ok());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(probe.status().message().find("samples"), std::string::npos);
 }
 
 TEST_F(TextProbeTest, MissingFileIsNotFoundAndNamesTheFile) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(dir_ / "absent.txt", *tokenizer_, TextMode::kWindows, 128, 8);
+  absl::StatusOr<Probe> probe = BuildTextProbe(
+      dir_ / "absent.txt", *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 128, 8);
   ASSERT_FALSE(probe.ok());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(probe.status().message().find("absent.txt"), std::string::npos);
@@ -141,12 +153,63 @@ TEST_F(TextProbeTest, MissingFileIsNotFoundAndNamesTheFile) {
 TEST_F(TextProbeTest, FileWithoutTokensIsAnError) {
   for (const char* contents : {"", "\n\n  \r\n", "\u200b\n"}) {
     for (const TextMode mode : {TextMode::kWindows, TextMode::kLines}) {
-      absl::StatusOr<Probe> probe = BuildTextProbe(Write(contents), *tokenizer_, mode, 128, 8);
+      absl::StatusOr<Probe> probe =
+          BuildTextProbe(Write(contents), *tokenizer_, BertFraming(*tokenizer_), mode, 128, 8);
       ASSERT_FALSE(probe.ok()) << '"' << contents << '"';
       EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
       EXPECT_NE(probe.status().message().find("corpus.txt"), std::string::npos);
     }
   }
+}
+
+// A fake causal-model tokenizer: one id per whitespace-separated word (its length).
+class WordLengthTokenizer : public Tokenizer {
+ public:
+  std::vector<int64_t> Encode(std::string_view text) const override {
+    std::vector<int64_t> ids;
+    std::istringstream words{std::string(text)};
+    for (std::string word; words >> word;) ids.push_back(static_cast<int64_t>(word.size()));
+    return ids;
+  }
+  int64_t vocab_size() const override { return 100; }
+};
+
+class UnframedTextProbeTest : public TextProbeTest {
+ protected:
+  WordLengthTokenizer bpe_;
+};
+
+TEST_F(UnframedTextProbeTest, WindowsWithoutSpecialTokensHoldSeqLenTokens) {
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write("a bb ccc\n\ndddd eeeee\n"), bpe_,
+                                               SampleFraming{}, TextMode::kWindows, 128, 2);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{1, 2}, {3, 4}, {5}}));
+  EXPECT_EQ(probe->description, "text corpus.txt windows 3x2");
+}
+
+TEST_F(UnframedTextProbeTest, LinesWithoutSpecialTokensAreTruncatedToSeqLen) {
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write("a bb ccc\n \ndddd eeeee\n"), bpe_,
+                                               SampleFraming{}, TextMode::kLines, 128, 2);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{1, 2}, {4, 5}}));
+}
+
+TEST_F(UnframedTextProbeTest, SeqLenOfOneIsEnoughWithoutFraming) {
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("a bb\n"), bpe_, SampleFraming{}, TextMode::kWindows, 128, 1);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{1}, {2}}));
+  EXPECT_FALSE(
+      BuildTextProbe(Write("a bb\n"), bpe_, SampleFraming{}, TextMode::kWindows, 128, 0).ok());
+}
+
+TEST_F(UnframedTextProbeTest, CustomFramingWrapsEverySample) {
+  const SampleFraming framing{{90, 91}, {99}};
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("a bb ccc\n"), bpe_, framing, TextMode::kWindows, 128, 5);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{90, 91, 1, 2, 99}, {90, 91, 3, 99}}));
+  EXPECT_FALSE(BuildTextProbe(Write("a\n"), bpe_, framing, TextMode::kLines, 128, 3).ok());
 }
 
 TEST(WikitextProbeTest, PaperProbeIs128FullWindowsOf512) {
@@ -161,7 +224,8 @@ TEST(WikitextProbeTest, PaperProbeIs128FullWindowsOf512) {
   }
   auto tokenizer = WordPieceTokenizer::Create(vocab, {});
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  absl::StatusOr<Probe> probe = BuildTextProbe(text, **tokenizer, TextMode::kWindows, 128, 512);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(text, **tokenizer, BertFraming(**tokenizer), TextMode::kWindows, 128, 512);
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 128u);
   for (const auto& sample : probe->samples) {

@@ -1,0 +1,106 @@
+#include "analysis/models/model_layers.h"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace anisoscope::analysis {
+
+absl::StatusOr<Activation> ReadActivation(const ConfigReader& reader, const std::string& field,
+                                          const std::string& default_name) {
+  ASSIGN_OR_RETURN(const std::string name, reader.String(field, default_name));
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "gelu_new") return Activation::kGeluNew;
+  if (name == "gelu_fast") return Activation::kGeluFast;
+  if (name == "gelu_pytorch_tanh") return Activation::kGeluPytorchTanh;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "silu" || name == "swish") return Activation::kSilu;
+  return absl::InvalidArgumentError(absl::StrCat(
+      reader.Describe(field), " '", name,
+      "' is not supported (gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, silu, swish)"));
+}
+
+absl::StatusOr<LinearWeights> LoadLinear(const WeightLookup& weights, const std::string& name,
+                                         int64_t out, int64_t in, bool with_bias) {
+  LinearWeights result;
+  ASSIGN_OR_RETURN(result.weight, weights.Get(name + ".weight", {out, in}));
+  if (with_bias) {
+    ASSIGN_OR_RETURN(result.bias, weights.Get(name + ".bias", {out}));
+  }
+  return result;
+}
+
+absl::StatusOr<LinearWeights> LoadConv1D(const WeightLookup& weights, const std::string& name,
+                                         int64_t in, int64_t out) {
+  LinearWeights result;
+  ASSIGN_OR_RETURN(const at::Tensor input_major, weights.Get(name + ".weight", {in, out}));
+  result.weight = input_major.t().contiguous();
+  ASSIGN_OR_RETURN(result.bias, weights.Get(name + ".bias", {out}));
+  return result;
+}
+
+absl::StatusOr<LayerNormWeights> LoadLayerNorm(const WeightLookup& weights, const std::string& name,
+                                               int64_t dim) {
+  LayerNormWeights result;
+  ASSIGN_OR_RETURN(result.weight, weights.Get(name + ".weight", {dim}));
+  ASSIGN_OR_RETURN(result.bias, weights.Get(name + ".bias", {dim}));
+  return result;
+}
+
+at::Tensor Linear(const at::Tensor& x, const LinearWeights& linear) {
+  return at::linear(x, linear.weight, linear.bias);
+}
+
+at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double eps) {
+  return at::layer_norm(x, {norm.weight.size(0)}, norm.weight, norm.bias, eps);
+}
+
+at::Tensor Activate(const at::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::kGeluNew: {
+      const double k = std::sqrt(2.0 / M_PI);
+      return 0.5 * x * (1.0 + at::tanh(k * (x + 0.044715 * at::pow(x, 3.0))));
+    }
+    case Activation::kGeluFast:
+      return 0.5 * x * (1.0 + at::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
+    case Activation::kGeluPytorchTanh:
+      return at::gelu(x, "tanh");
+    case Activation::kRelu:
+      return at::relu(x);
+    case Activation::kSilu:
+      return at::silu(x);
+    case Activation::kGelu:
+      break;
+  }
+  return at::gelu(x);  // exact erf GELU, as HF "gelu"
+}
+
+at::Tensor SplitHeads(const at::Tensor& x, int64_t heads) {
+  return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).permute({0, 2, 1, 3});
+}
+
+at::Tensor MergeHeads(const at::Tensor& x) {
+  return x.permute({0, 2, 1, 3}).reshape({x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+at::Tensor PaddingKeyMask(const at::Tensor& valid) {
+  return valid.view({valid.size(0), 1, 1, valid.size(1)});
+}
+
+at::Tensor CausalKeyMask(const at::Tensor& valid) {
+  const int64_t length = valid.size(1);
+  const at::Tensor causal =
+      at::ones({length, length}, valid.options().dtype(at::kBool)).tril();  // [i, j]: j <= i
+  return at::logical_and(PaddingKeyMask(valid), causal);
+}
+
+at::Tensor MaskedSoftmax(at::Tensor scores, const at::Tensor& allowed) {
+  scores.masked_fill_(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  return at::softmax(scores, -1);
+}
+
+}  // namespace anisoscope::analysis

@@ -1,0 +1,64 @@
+// The building blocks every family shares, as Hugging Face computes them (eval mode):
+// linear and Conv1D projections, LayerNorm, activations, head splitting and the masked
+// attention softmax. Free functions on tensors; thread-safe.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "analysis/models/config_reader.h"
+#include "analysis/models/weight_lookup.h"
+
+namespace anisoscope::analysis {
+
+// y = x W^T + b, W [out, in]; `bias` is undefined for bias-free projections.
+struct LinearWeights {
+  at::Tensor weight;
+  at::Tensor bias;
+};
+
+struct LayerNormWeights {
+  at::Tensor weight;
+  at::Tensor bias;
+};
+
+// The feed-forward activations of HF ACT2FN that the families use.
+enum class Activation { kGelu, kGeluNew, kGeluFast, kGeluPytorchTanh, kRelu, kSilu };
+
+// Reads config field `field` (default `default_name` when missing); INVALID_ARGUMENT naming
+// the file, the field and the supported names for anything else.
+absl::StatusOr<Activation> ReadActivation(const ConfigReader& reader, const std::string& field,
+                                          const std::string& default_name);
+
+// `name`.weight [out, in] and, when `with_bias`, `name`.bias [out].
+absl::StatusOr<LinearWeights> LoadLinear(const WeightLookup& weights, const std::string& name,
+                                         int64_t out, int64_t in, bool with_bias = true);
+// A GPT-2 Conv1D: `name`.weight stored input-major [in, out] (y = x W + b), returned
+// transposed so that Linear applies it.
+absl::StatusOr<LinearWeights> LoadConv1D(const WeightLookup& weights, const std::string& name,
+                                         int64_t in, int64_t out);
+// `name`.weight and `name`.bias, both [dim].
+absl::StatusOr<LayerNormWeights> LoadLayerNorm(const WeightLookup& weights, const std::string& name,
+                                               int64_t dim);
+
+at::Tensor Linear(const at::Tensor& x, const LinearWeights& linear);
+at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double eps);
+at::Tensor Activate(const at::Tensor& x, Activation activation);
+
+// [B, T, H * d_h] -> [B, H, T, d_h] (a view) and back (a copy).
+at::Tensor SplitHeads(const at::Tensor& x, int64_t heads);
+at::Tensor MergeHeads(const at::Tensor& x);
+
+// Bool [B, 1, 1, T]: the keys every query may see in a bidirectional model.
+at::Tensor PaddingKeyMask(const at::Tensor& valid);
+// Bool [B, 1, T, T]: key j is valid and j <= i (causal models).
+at::Tensor CausalKeyMask(const at::Tensor& valid);
+
+// softmax over the last dim of `scores` with disallowed entries (mask false) set to exactly
+// 0. Every row must allow at least one key. Consumes `scores` (fills it in place).
+at::Tensor MaskedSoftmax(at::Tensor scores, const at::Tensor& allowed);
+
+}  // namespace anisoscope::analysis

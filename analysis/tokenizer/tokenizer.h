@@ -1,0 +1,23 @@
+// Tokenizer: text -> token ids, the seam between a checkpoint's tokenizer files and the
+// probes. Implementations: WordPieceTokenizer (BERT), ByteLevelBpeTokenizer (GPT-2, GPT-NeoX).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace anisoscope::analysis {
+
+// Immutable after creation; Encode may be called from several threads at once.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Token ids of `text` (UTF-8; invalid bytes handled as the implementation states),
+  // without any special tokens ([CLS], <|endoftext|>, ...) added around them.
+  virtual std::vector<int64_t> Encode(std::string_view text) const = 0;
+  // One more than the largest id Encode can return (added tokens included).
+  virtual int64_t vocab_size() const = 0;
+};
+
+}  // namespace anisoscope::analysis

@@ -1,0 +1,173 @@
+// http_query_bench: latency of the HTTP/JSON API for a full series query of a
+// 12-layer x 12-head x 28-step run (4032 points), against the direct MetricsStore query
+// measured in the same run (so the HTTP + JSON overhead reads as a ratio).
+//
+//   build/bin/http_query_bench [--repeats N (default 50)]
+//
+// Builds a temporary SQLite store with synthetic values (every head metric, the hidden-state
+// metrics and 64-dimensional q_mean/k_mean vectors, written with MetricsStore::WriteStep),
+// starts HttpServer in process on 127.0.0.1:0 and times GETs over one keep-alive
+// connection. Prints median and p95 milliseconds per configuration.
+#include <httplib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "server/http_server.h"
+#include "storage/metrics_store.h"
+
+namespace anisoscope {
+namespace {
+
+constexpr int kLayers = 12;
+constexpr int kHeads = 12;
+constexpr int kSteps = 28;
+constexpr int kHeadDim = 64;
+constexpr const char* kHeadMetrics[] = {"q_mean_norm",    "k_mean_norm",  "qk_mean_dot",
+                                        "qk_mean_cosine", "attn_entropy", "q_anisotropy",
+                                        "k_anisotropy"};
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "http_query_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void FillStore(storage::MetricsStore* store) {
+  for (int s = 0; s < kSteps; ++s) {
+    storage::StepResult result;
+    result.run = "bench";
+    result.probe = {"p0", "synthetic", 128, 65536};
+    result.step = s == 0 ? 0 : static_cast<int64_t>(s) * 20000;
+    result.model_family = "bert";
+    result.num_layers = kLayers;
+    result.num_heads = kHeads;
+    result.head_dim = kHeadDim;
+    for (int layer = 0; layer < kLayers; ++layer) {
+      for (int head = 0; head < kHeads; ++head) {
+        int m = 0;
+        for (const char* metric : kHeadMetrics) {
+          result.scalars.push_back({metric, layer, head, std::sin(s * 0.3 + layer + head + m++)});
+        }
+        std::vector<double> q(kHeadDim);
+        std::vector<double> k(kHeadDim);
+        for (int i = 0; i < kHeadDim; ++i) {
+          q[i] = std::cos(s + i * 0.1 + head);
+          k[i] = std::sin(s + i * 0.2 + layer);
+        }
+        result.vectors.push_back({"q_mean", layer, head, q});
+        result.vectors.push_back({"k_mean", layer, head, k});
+      }
+    }
+    for (int hidden = 0; hidden <= kLayers; ++hidden) {
+      result.scalars.push_back({"hidden_anisotropy", hidden, -1, 0.1 * hidden + s * 0.01});
+      result.scalars.push_back({"hidden_mean_norm", hidden, -1, 10.0 + hidden + s});
+    }
+    if (absl::Status status = store->WriteStep(result, false); !status.ok()) {
+      Die(status.ToString());
+    }
+  }
+}
+
+struct Summary {
+  double median_ms = 0;
+  double p95_ms = 0;
+};
+
+Summary Time(int repeats, const std::function<void()>& call) {
+  for (int i = 0; i < 3; ++i) call();  // warm up caches and the connection
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(std::ceil(q * ms.size())) - 1)];
+  };
+  return {at(0.5), at(0.95)};
+}
+
+int Main(int argc, char** argv) {
+  int repeats = 50;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) {
+      repeats = std::max(1, std::atoi(argv[++i]));
+    } else {
+      Die(std::string("unknown argument '") + argv[i] + "'; usage: http_query_bench [--repeats N]");
+    }
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("http_query_bench_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    auto store = storage::MetricsStore::Open({(dir / "bench.db").string()});
+    if (!store.ok()) Die(store.status().ToString());
+    FillStore(store->get());
+
+    server::HttpServer::Options options;
+    options.listen = "127.0.0.1:0";
+    options.web_dir = (dir / "web").string();
+    // The job routes are not called here, so no JobRunner is needed.
+    auto http = server::HttpServer::Create(options, store->get(), /*runner=*/nullptr);
+    if (!http.ok()) Die(http.status().ToString());
+    httplib::Client client((*http)->address());
+    client.set_keep_alive(true);
+
+    size_t body_bytes = 0;
+    const auto get = [&](const std::string& path) {
+      return [&, path] {
+        httplib::Result res = client.Get(path.c_str());
+        if (!res || res->status != 200) Die("GET " + path + " failed");
+        body_bytes = res->body.size();
+      };
+    };
+    const std::string full = "/api/v1/series?run=bench&metric=qk_mean_cosine";
+    storage::SeriesQuery query;
+    query.run = "bench";
+    query.metric = "qk_mean_cosine";
+    size_t points = 0;
+    const Summary direct = Time(repeats, [&] {
+      auto result = (*store)->QuerySeries(query);
+      if (!result.ok()) Die(result.status().ToString());
+      points = result->points.size();
+    });
+    const Summary http_full = Time(repeats, get(full));
+    const size_t full_bytes = body_bytes;
+    const Summary http_small = Time(repeats, get(full + "&max_points=8"));
+    const size_t small_bytes = body_bytes;
+    const Summary http_poll = Time(repeats, get(full + "&since_step=520000"));
+
+    std::printf("run: %d layers x %d heads x %d steps; one metric, all heads = %zu points\n",
+                kLayers, kHeads, kSteps, points);
+    std::printf("%-44s %10s %10s %10s\n",
+                ("query (repeats " + std::to_string(repeats) + ")").c_str(), "median ms", "p95 ms",
+                "bytes");
+    std::printf("%-44s %10.3f %10.3f %10s\n", "MetricsStore::QuerySeries (direct)",
+                direct.median_ms, direct.p95_ms, "-");
+    std::printf("%-44s %10.3f %10.3f %10zu\n", "GET /api/v1/series (full)", http_full.median_ms,
+                http_full.p95_ms, full_bytes);
+    std::printf("%-44s %10.3f %10.3f %10zu\n", "GET /api/v1/series&max_points=8",
+                http_small.median_ms, http_small.p95_ms, small_bytes);
+    std::printf("%-44s %10.3f %10.3f %10s\n", "GET /api/v1/series&since_step=<last> (poll)",
+                http_poll.median_ms, http_poll.p95_ms, "-");
+    std::printf("HTTP+JSON / direct (median): %.2fx\n", http_full.median_ms / direct.median_ms);
+  }
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace anisoscope
+
+int main(int argc, char** argv) { return anisoscope::Main(argc, argv); }

@@ -1,0 +1,306 @@
+#include "server/http_routes.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/json_util.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <system_error>
+#include <type_traits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "server/queries.h"
+
+namespace anisoscope::server {
+namespace {
+
+namespace fs = std::filesystem;
+namespace protobuf = ::google::protobuf;
+
+constexpr char kJsonType[] = "application/json; charset=utf-8";
+
+std::string JsonQuote(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+void WriteError(const absl::Status& status, httplib::Response& res) {
+  res.status = HttpStatusFor(status.code());
+  res.set_content(ErrorJson(status), kJsonType);
+}
+
+// A GET handler for one API call: parameters (and path captures) -> Request -> core ->
+// Response as JSON. `path_field` names the request field set from the first capture.
+template <typename Request, typename Response>
+httplib::Server::Handler ApiHandler(std::function<absl::StatusOr<Response>(const Request&)> core,
+                                    const std::string& path_field = "") {
+  return [core = std::move(core), path_field](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Access-Control-Allow-Origin", "*");
+    Request request;
+    std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
+    absl::Status status = MessageFromParams(params, &request);
+    if (status.ok() && !path_field.empty()) {
+      status = MessageFromParams({{path_field, req.matches[1].str()}}, &request);
+    }
+    if (!status.ok()) return WriteError(status, res);
+    absl::StatusOr<Response> response = core(request);
+    if (!response.ok()) return WriteError(response.status(), res);
+    if constexpr (std::is_same_v<Response, ::anisoscope::v1::QuerySeriesResponse>) {
+      res.set_content(SeriesToJson(*response), kJsonType);
+    } else {
+      res.set_content(MessageToJson(*response), kJsonType);
+    }
+  };
+}
+
+void ServeStatic(const fs::path& web_dir, const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<fs::path> file = ResolveStaticFile(web_dir, req.path);
+  if (!file.ok()) {
+    res.status = HttpStatusFor(file.status().code());
+    res.set_content(std::string(file.status().message()) + "\n", "text/plain; charset=utf-8");
+    return;
+  }
+  std::ifstream in(*file, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (!in) {
+    res.status = 500;
+    res.set_content(absl::StrCat("cannot read ", file->string(), "\n"), "text/plain");
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_content(content.str(), ContentTypeFor(*file));
+}
+
+}  // namespace
+
+int HttpStatusFor(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kFailedPrecondition:
+      return 409;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+std::string ErrorJson(const absl::Status& status) {
+  return absl::StrCat("{\"error\":{\"code\":", HttpStatusFor(status.code()),
+                      ",\"status\":", JsonQuote(absl::StatusCodeToString(status.code())),
+                      ",\"message\":", JsonQuote(std::string(status.message())), "}}");
+}
+
+absl::Status MessageFromParams(const std::multimap<std::string, std::string>& params,
+                               protobuf::Message* message) {
+  const protobuf::Descriptor* descriptor = message->GetDescriptor();
+  std::string json = "{";
+  std::map<const protobuf::FieldDescriptor*, std::string> seen;
+  for (const auto& [name, value] : params) {
+    const protobuf::FieldDescriptor* field = descriptor->FindFieldByName(name);
+    if (field == nullptr) field = descriptor->FindFieldByCamelcaseName(name);
+    if (field == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown parameter '", name, "'"));
+    }
+    if (field->is_repeated() || field->cpp_type() == protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", name, "' cannot be given in a query string"));
+    }
+    if (auto it = seen.find(field); it != seen.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' is given twice"));
+    }
+    seen[field] = name;
+    if (value.empty()) continue;
+    std::string literal = JsonQuote(value);
+    if (field->cpp_type() == protobuf::FieldDescriptor::CPPTYPE_BOOL) {
+      if (value != "true" && value != "false") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter '", name, "' wants true or false, got '", value, "'"));
+      }
+      literal = value;
+    }
+    // One field at a time, so that a bad value names its parameter.
+    const std::string one = absl::StrCat("{", JsonQuote(field->json_name()), ":", literal, "}");
+    std::unique_ptr<protobuf::Message> parsed(message->New());
+    const auto status = protobuf::util::JsonStringToMessage(one, parsed.get());
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "': invalid value '",
+                                                     value, "' for a ", field->type_name(),
+                                                     " field"));
+    }
+    message->MergeFrom(*parsed);
+  }
+  return absl::OkStatus();
+}
+
+std::string MessageToJson(const protobuf::Message& message) {
+  protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  const auto status = protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    return ErrorJson(absl::InternalError(absl::StrCat("cannot print JSON: ", status.ToString())));
+  }
+  return json;
+}
+
+std::string SeriesToJson(const ::anisoscope::v1::QuerySeriesResponse& response) {
+  const auto plain = [](const std::string& text) {
+    for (const char c : text) {
+      if (!absl::ascii_isalnum(c) && c != '_' && c != '-' && c != '.') return false;
+    }
+    return true;
+  };
+  if (!plain(response.probe_id()) || !plain(response.metric())) return MessageToJson(response);
+  std::string json = absl::StrCat("{\"probeId\":\"", response.probe_id(), "\",\"metric\":\"",
+                                  response.metric(), "\",\"points\":[");
+  json.reserve(json.size() + 64 * static_cast<size_t>(response.points_size()));
+  char number[32];
+  bool first = true;
+  for (const ::anisoscope::v1::SeriesPoint& point : response.points()) {
+    const double value = point.value();
+    // protobuf's SimpleDtoa: %.15g unless it does not round-trip, then %.17g.
+    if (std::isnan(value)) {
+      std::snprintf(number, sizeof(number), "\"NaN\"");
+    } else if (std::isinf(value)) {
+      std::snprintf(number, sizeof(number), value > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    } else {
+      std::snprintf(number, sizeof(number), "%.15g", value);
+      if (std::strtod(number, nullptr) != value)
+        std::snprintf(number, sizeof(number), "%.17g", value);
+    }
+    absl::StrAppend(&json, first ? "" : ",", "{\"step\":\"", point.step(),
+                    "\",\"layer\":", point.layer(), ",\"head\":", point.head(),
+                    ",\"value\":", number, "}");
+    first = false;
+  }
+  absl::StrAppend(&json, "],\"downsampled\":", response.downsampled() ? "true" : "false", "}");
+  return json;
+}
+
+std::string ContentTypeFor(const fs::path& file) {
+  static const std::map<std::string, std::string>* const kTypes =
+      new std::map<std::string, std::string>{
+          {".html", "text/html; charset=utf-8"},
+          {".js", "text/javascript; charset=utf-8"},
+          {".mjs", "text/javascript; charset=utf-8"},
+          {".css", "text/css; charset=utf-8"},
+          {".svg", "image/svg+xml"},
+          {".png", "image/png"},
+          {".json", "application/json; charset=utf-8"},
+          {".map", "application/json; charset=utf-8"},
+          {".txt", "text/plain; charset=utf-8"},
+          {".ico", "image/x-icon"},
+          {".woff2", "font/woff2"},
+      };
+  auto it = kTypes->find(absl::AsciiStrToLower(file.extension().string()));
+  return it == kTypes->end() ? "application/octet-stream" : it->second;
+}
+
+absl::StatusOr<fs::path> ResolveStaticFile(const fs::path& web_dir, const std::string& url_path) {
+  std::error_code error;
+  if (!fs::is_directory(web_dir, error)) {
+    return absl::UnavailableError(absl::StrCat(
+        "the dashboard assets are not built: '", web_dir.string(),
+        "' does not exist (run scripts/setup.sh, or pass --web-dir); the API under /api/v1/ "
+        "works without them"));
+  }
+  if (url_path.find('\\') != std::string::npos || url_path.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("bad path '", url_path, "'"));
+  }
+  fs::path relative;
+  for (absl::string_view segment : absl::StrSplit(url_path, '/', absl::SkipEmpty())) {
+    if (segment == "..") {
+      return absl::InvalidArgumentError(absl::StrCat("path '", url_path, "' may not contain '..'"));
+    }
+    if (segment == ".") continue;
+    relative /= std::string(segment);
+  }
+  const fs::path root = fs::canonical(web_dir, error);
+  if (error) return absl::UnavailableError(absl::StrCat("cannot read '", web_dir.string(), "'"));
+  fs::path file = root / relative;
+  if (fs::is_directory(file, error)) file /= "index.html";
+  const fs::path resolved = fs::canonical(file, error);
+  if (error || !fs::is_regular_file(resolved, error)) {
+    return absl::NotFoundError(absl::StrCat("not found: ", url_path));
+  }
+  // Symlinks inside web_dir must not lead outside it.
+  const auto [root_end, unused] =
+      std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end());
+  if (root_end != root.end()) {
+    return absl::PermissionDeniedError(absl::StrCat("not served: ", url_path));
+  }
+  return resolved;
+}
+
+void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
+                   const fs::path& web_dir) {
+  using namespace ::anisoscope::v1;  // NOLINT: the message names, for the table below
+  server->Get("/api/v1/runs",
+              ApiHandler<ListRunsRequest, ListRunsResponse>(
+                  [store](const ListRunsRequest& r) { return queries::ListRuns(*store, r); }));
+  server->Get("/api/v1/series", ApiHandler<QuerySeriesRequest, QuerySeriesResponse>(
+                                    [store](const QuerySeriesRequest& r) {
+                                      return queries::QuerySeries(*store, r);
+                                    }));
+  server->Get("/api/v1/vectors", ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(
+                                     [store](const QueryVectorsRequest& r) {
+                                       return queries::QueryVectors(*store, r);
+                                     }));
+  server->Get("/api/v1/trajectory", ApiHandler<QueryTrajectoryRequest, QueryTrajectoryResponse>(
+                                        [store](const QueryTrajectoryRequest& r) {
+                                          return queries::QueryTrajectory(*store, r);
+                                        }));
+  server->Get("/api/v1/jobs",
+              ApiHandler<ListJobsRequest, ListJobsResponse>(
+                  [runner](const ListJobsRequest& r) { return queries::ListJobs(*runner, r); }));
+  server->Get(R"(/api/v1/jobs/([^/]+))",
+              ApiHandler<GetJobRequest, Job>(
+                  [runner](const GetJobRequest& r) { return queries::GetJob(*runner, r); }, "id"));
+  server->Get(R"(/api(/.*)?)", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Access-Control-Allow-Origin", "*");
+    WriteError(absl::NotFoundError(absl::StrCat("no such endpoint: GET ", req.path)), res);
+  });
+  server->Get(R"(/.*)", [web_dir](const httplib::Request& req, httplib::Response& res) {
+    ServeStatic(web_dir, req, res);
+  });
+  server->set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    spdlog::debug("http {} {} -> {}", req.method, req.path, res.status);
+  });
+}
+
+}  // namespace anisoscope::server

@@ -1,0 +1,56 @@
+// The pieces of the HTTP API that are pure functions (tested alone) and the route table
+// HttpServer installs. No I/O except ServeStaticFile's file reads.
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "anisoscope/v1/anisoscope.pb.h"
+#include "server/job_runner.h"
+#include "storage/metrics_store.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace anisoscope::server {
+
+// The one mapping from a status code to an HTTP status: 400 INVALID_ARGUMENT, 403
+// PERMISSION_DENIED, 404 NOT_FOUND, 409 FAILED_PRECONDITION, 503 UNAVAILABLE, 500
+// otherwise (200 for OK).
+int HttpStatusFor(absl::StatusCode code);
+// {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}
+std::string ErrorJson(const absl::Status& status);
+
+// Sets the fields of `message` from query parameters through the proto JSON mapping
+// (names snake_case or lowerCamelCase; values as in JSON, numbers given as text). An
+// empty value counts as absent. INVALID_ARGUMENT naming the parameter for an unknown name,
+// a repeated name or a bad value.
+absl::Status MessageFromParams(const std::multimap<std::string, std::string>& params,
+                               google::protobuf::Message* message);
+// The proto JSON mapping of `message` (lowerCamelCase, default values printed).
+std::string MessageToJson(const google::protobuf::Message& message);
+// MessageToJson of a QuerySeriesResponse, byte for byte, written directly (the library's
+// printer takes most of a large series query's time).
+std::string SeriesToJson(const ::anisoscope::v1::QuerySeriesResponse& response);
+
+// The Content-Type of a file by its extension (html, js, mjs, css, svg, png, json, map,
+// ...); application/octet-stream when unknown.
+std::string ContentTypeFor(const std::filesystem::path& file);
+// The file under `web_dir` that URL path `url_path` (already percent-decoded) names:
+// index.html for "/" and for directories. INVALID_ARGUMENT for a ".." segment, a backslash
+// or a NUL; NOT_FOUND when there is no such file; PERMISSION_DENIED when it resolves
+// (through symlinks) outside `web_dir`; UNAVAILABLE when `web_dir` does not exist.
+absl::StatusOr<std::filesystem::path> ResolveStaticFile(const std::filesystem::path& web_dir,
+                                                        const std::string& url_path);
+
+// Installs the /api/v1 routes and the static file route on `server`.
+void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
+                   const std::filesystem::path& web_dir);
+
+}  // namespace anisoscope::server

@@ -1,0 +1,80 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "server/http_routes.h"
+
+namespace anisoscope::server {
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& options,
+                                                               storage::MetricsStore* store,
+                                                               JobRunner* runner) {
+  const size_t colon = options.listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(options.listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-listen address '", options.listen, "' is not HOST:PORT"));
+  }
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HTTP threads must be >= 1, got ", options.threads));
+  }
+  std::string host = options.listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [::1]
+  }
+
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  server->server_ = std::make_unique<httplib::Server>();
+  httplib::Server& http = *server->server_;
+  const size_t threads = static_cast<size_t>(options.threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_tcp_nodelay(true);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server
+  // share a busy port instead of failing.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
+  });
+  InstallRoutes(&http, store, runner, options.web_dir);
+
+  if (port == 0) {
+    port = http.bind_to_any_port(host);
+    if (port <= 0) port = 0;
+  } else if (!http.bind_to_port(host, port)) {
+    port = 0;
+  }
+  if (port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen, "' (HTTP)"));
+  }
+  server->port_ = port;
+  server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  server->thread_ = std::thread([&http, ended] {
+    http.listen_after_bind();
+    *ended = true;
+  });
+  // stop() is a no-op until the loop runs: wait for it, so that Stop never misses it.
+  while (!http.is_running() && !*ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  spdlog::info("HTTP API on {}; web files from {}", server->address_, options.web_dir);
+  return server;
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Stop() {
+  if (server_ == nullptr) return;
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace anisoscope::server

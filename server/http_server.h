@@ -1,0 +1,67 @@
+// HttpServer: the HTTP/JSON API (/api/v1/...) and the dashboard's static files, served by
+// cpp-httplib on its own thread pool beside the gRPC server.
+//
+// Every /api/v1 route parses its query parameters into the gRPC request message (proto
+// JSON mapping: snake_case or lowerCamelCase names, unknown names are a 400), calls the
+// same core function as the gRPC service (server/queries.h) and answers the response
+// message as proto JSON, or an error body {"error":{"code","status","message"}} with the
+// HTTP status of the absl::StatusCode (http_routes.h). Other paths are files under
+// `web_dir` (index.html at /), never outside it; 503 when `web_dir` does not exist.
+//
+// Thread-safe. Handlers run on the server's own threads and block on store reads only.
+// `store` and `runner` are not owned and must outlive the HttpServer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "server/job_runner.h"
+#include "storage/metrics_store.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace anisoscope::server {
+
+class HttpServer {
+ public:
+  struct Options {
+    // HOST:PORT to listen on; port 0 picks a free port.
+    std::string listen = "127.0.0.1:8080";
+    // Directory of the dashboard's files; checked on each request (it may appear later).
+    std::string web_dir;
+    // Request threads.
+    int threads = 4;
+  };
+
+  // Binds and starts serving. INVALID_ARGUMENT for a listen address that is not
+  // HOST:PORT, UNAVAILABLE when it cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(const Options& options,
+                                                            storage::MetricsStore* store,
+                                                            JobRunner* runner);
+  ~HttpServer();  // Stop.
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The bound address, e.g. "127.0.0.1:43127" (the real port when the port was 0).
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+
+  // Stops accepting, finishes the requests in progress and joins the threads. Blocks;
+  // idempotent.
+  void Stop();
+
+ private:
+  HttpServer() = default;
+
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::string address_;
+  int port_ = 0;
+};
+
+}  // namespace anisoscope::server

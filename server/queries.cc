@@ -1,0 +1,170 @@
+#include "server/queries.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/metrics/checkpoint_metrics.h"
+#include "common/status_macros.h"
+#include "server/job_request.h"
+#include "server/proto_convert.h"
+#include "server/series_downsampling.h"
+#include "server/trajectory_projection.h"
+
+namespace anisoscope::server::queries {
+namespace {
+
+absl::Status ValidateStepRange(bool has_from, int64_t from, bool has_to, int64_t to) {
+  if (has_from && has_to && from > to) {
+    return absl::InvalidArgumentError(absl::StrCat("from_step ", from, " is after to_step ", to));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHead(int32_t layer, int32_t head) {
+  if (layer < 0 || head < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer and head must be >= 0, got layer ", layer, " head ", head));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<storage::VectorResult> ReadVectors(storage::MetricsStore& store,
+                                                  const pb::QueryTrajectoryRequest& request,
+                                                  const char* kind) {
+  storage::VectorQuery query;
+  query.run = request.run();
+  query.probe_id = request.probe_id();
+  query.kind = kind;
+  query.layer = request.layer();
+  query.head = request.head();
+  return store.QueryVectors(query);
+}
+
+}  // namespace
+
+absl::Status ValidateJobId(int64_t id) {
+  if (id <= 0) return absl::InvalidArgumentError(absl::StrCat("job id must be > 0, got ", id));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store,
+                                              const pb::ListRunsRequest& /*request*/) {
+  ASSIGN_OR_RETURN(const std::vector<storage::RunInfo> runs, store.ListRuns());
+  pb::ListRunsResponse response;
+  for (const storage::RunInfo& run : runs) ToProto(run, response.add_runs());
+  return response;
+}
+
+absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store,
+                                                    const pb::QuerySeriesRequest& request) {
+  RETURN_IF_ERROR(ValidateRunName(request.run()));
+  if (request.metric().empty()) return absl::InvalidArgumentError("metric is required");
+  RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
+                                    request.has_to_step(), request.to_step()));
+  if (request.max_points() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_points must be >= 0, got ", request.max_points()));
+  }
+  ASSIGN_OR_RETURN(storage::SeriesResult result, store.QuerySeries(FromProto(request)));
+  const bool downsampled = DownsampleSeries(request.max_points(), &result.points);
+  pb::QuerySeriesResponse response;
+  ToProto(result, request.metric(), &response);
+  response.set_downsampled(downsampled);
+  return response;
+}
+
+absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& store,
+                                                      const pb::QueryVectorsRequest& request) {
+  RETURN_IF_ERROR(ValidateRunName(request.run()));
+  const std::vector<std::string>& kinds = analysis::VectorKinds();
+  if (std::find(kinds.begin(), kinds.end(), request.kind()) == kinds.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kind must be one of ", absl::StrJoin(kinds, ", "), "; got '", request.kind(), "'"));
+  }
+  RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
+  RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
+                                    request.has_to_step(), request.to_step()));
+  ASSIGN_OR_RETURN(const storage::VectorResult result, store.QueryVectors(FromProto(request)));
+  pb::QueryVectorsResponse response;
+  ToProto(result, &response);
+  return response;
+}
+
+absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
+    storage::MetricsStore& store, const pb::QueryTrajectoryRequest& request) {
+  RETURN_IF_ERROR(ValidateRunName(request.run()));
+  RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
+  ASSIGN_OR_RETURN(const storage::VectorResult q, ReadVectors(store, request, "q_mean"));
+  ASSIGN_OR_RETURN(const storage::VectorResult k, ReadVectors(store, request, "k_mean"));
+  // Steps with both vectors, ascending (the writer stores them together).
+  std::map<int64_t, const std::vector<double>*> k_by_step;
+  for (const storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;
+  std::vector<int64_t> steps;
+  std::vector<std::vector<double>> rows;  // Q̄ rows, then K̄ rows
+  std::vector<std::vector<double>> k_rows;
+  for (const storage::VectorPoint& point : q.points) {
+    auto it = k_by_step.find(point.step);
+    if (it == k_by_step.end()) continue;
+    steps.push_back(point.step);
+    rows.push_back(point.values);
+    k_rows.push_back(*it->second);
+  }
+  if (steps.empty()) {
+    return absl::NotFoundError(absl::StrCat("run '", request.run(), "' has no q_mean/k_mean ",
+                                            "vectors for layer ", request.layer(), " head ",
+                                            request.head()));
+  }
+  const size_t num_steps = steps.size();
+  for (std::vector<double>& row : k_rows) rows.push_back(std::move(row));
+  absl::StatusOr<TopTwoProjection> projection = ProjectOnTopTwo(rows);
+  if (!projection.ok()) {
+    return absl::Status(projection.status().code(),
+                        absl::StrCat("run '", request.run(), "' layer ", request.layer(), " head ",
+                                     request.head(), ": ", projection.status().message()));
+  }
+  pb::QueryTrajectoryResponse response;
+  response.set_probe_id(q.probe_id);
+  for (size_t i = 0; i < num_steps; ++i) {
+    pb::TrajectoryPoint* point = response.add_points();
+    point->set_step(steps[i]);
+    point->set_q_x(projection->coordinates[i][0]);
+    point->set_q_y(projection->coordinates[i][1]);
+    point->set_k_x(projection->coordinates[num_steps + i][0]);
+    point->set_k_y(projection->coordinates[num_steps + i][1]);
+  }
+  response.mutable_singular_values()->Add(projection->singular_values.begin(),
+                                          projection->singular_values.end());
+  response.set_explained_variance(projection->explained_variance);
+  response.set_basis(absl::StrCat(
+      "top-2 right singular vectors of the uncentered stack of this head's ", num_steps,
+      " Q\u0304 and ", num_steps,
+      " K\u0304 vectors (SVD, server-side; each oriented so that the coordinates sum to >= 0)"));
+  return response;
+}
+
+absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner,
+                                              const pb::ListJobsRequest& request) {
+  if (request.limit() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("limit must be >= 0, got ", request.limit()));
+  }
+  if (!request.run().empty()) RETURN_IF_ERROR(ValidateRunName(request.run()));
+  ASSIGN_OR_RETURN(const std::vector<storage::JobRecord> jobs,
+                   runner.List(request.limit() == 0 ? 100 : request.limit(), request.run()));
+  pb::ListJobsResponse response;
+  for (const storage::JobRecord& job : jobs) ToProto(job, response.add_jobs());
+  return response;
+}
+
+absl::StatusOr<pb::Job> GetJob(JobRunner& runner, const pb::GetJobRequest& request) {
+  RETURN_IF_ERROR(ValidateJobId(request.id()));
+  ASSIGN_OR_RETURN(const storage::JobRecord job, runner.Get(request.id()));
+  pb::Job response;
+  ToProto(job, &response);
+  return response;
+}
+
+}  // namespace anisoscope::server::queries

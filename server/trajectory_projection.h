@@ -1,0 +1,38 @@
+// The 2-D projection behind QueryTrajectory (Godey et al., Figure 12): the top two right
+// singular vectors of an uncentered stack of vectors, in float64, with plain C++ (symmetric
+// Jacobi eigen-decomposition of the smaller Gram matrix; no LibTorch). Pure; thread-safe.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace anisoscope::server {
+
+struct TopTwoProjection {
+  // Singular values of M, descending; min(rows, cols) of them.
+  std::vector<double> singular_values;
+  // v1, v2: unit right singular vectors (cols entries each), each oriented so that the
+  // coordinates of all rows on it sum to >= 0. When M has rank < 2 the missing directions
+  // are completed to an orthonormal pair; when cols == 1, v2 is all zeros.
+  std::array<std::vector<double>, 2> basis;
+  // <row, v1>, <row, v2> for every row of M, in row order.
+  std::vector<std::array<double, 2>> coordinates;
+  // (s1^2 + s2^2) / sum of s_i^2; 0 when M is all zeros.
+  double explained_variance = 0;
+};
+
+// `rows` is M (rows x cols), uncentered. INVALID_ARGUMENT when it is empty, a row is empty,
+// the rows differ in length or a value is not finite.
+absl::StatusOr<TopTwoProjection> ProjectOnTopTwo(const std::vector<std::vector<double>>& rows);
+
+// Eigen-decomposition of a symmetric n x n matrix (row-major) by cyclic Jacobi rotations:
+// eigenvalues descending, eigenvectors[i] the unit eigenvector of eigenvalues[i].
+struct SymmetricEigen {
+  std::vector<double> eigenvalues;
+  std::vector<std::vector<double>> eigenvectors;
+};
+SymmetricEigen JacobiEigen(std::vector<double> matrix, int n);
+
+}  // namespace anisoscope::server

@@ -1,0 +1,40 @@
+// Shared by the reference tests: extracts a fixture checkpoint and compares the engine's
+// metrics with the float64 reference's JSON (tests/reference/metrics_reference.py).
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/extractor.h"
+
+namespace anisoscope::analysis {
+
+// $ANISOSCOPE_FIXTURES/<name> (fixtures/<name> when the variable is unset).
+std::filesystem::path FixturePath(const std::string& name);
+
+nlohmann::json ReadJson(const std::filesystem::path& path);
+
+TorchExtractorOptions CpuOptions(int batch_size);
+
+// BuildProbe (token-id probe file) and Extract of one checkpoint; test failures on error.
+CheckpointMetrics ExtractCheckpoint(const std::filesystem::path& checkpoint,
+                                    const std::filesystem::path& probe_file,
+                                    const TorchExtractorOptions& options = CpuOptions(5));
+
+// The largest deviations seen, printed for the README's figures.
+struct Deviations {
+  double absolute = 0;  // cosines, entropies, anisotropies
+  double relative = 0;  // norms, dots
+  void Absolute(double a, double b);
+  void Relative(double value);
+  std::string ToString() const;
+};
+
+// Cosines, entropies, anisotropies: absolute 2e-4. Norms, dots: relative 1e-3. Mean
+// vectors (q_mean, k_mean, and q/k_mean_pre_rotary where the reference has them, else they
+// must be empty): each component within 1e-3 of the vector's norm.
+void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& want,
+                            const std::string& where, Deviations& deviations);
+
+}  // namespace anisoscope::analysis

@@ -1,0 +1,119 @@
+// Bad checkpoints fail CreateModel with a status naming the file and the field or tensor.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analysis/checkpoint/checkpoint.h"
+#include "analysis/models/transformer_model.h"
+#include "tests/analysis/checkpoint/checkpoint_test_util.h"
+#include "tests/analysis/models/tiny_checkpoint.h"
+
+namespace anisoscope::analysis {
+namespace {
+
+using absl::StatusCode;
+
+absl::Status CreateStatus(const TinyCheckpoint& tiny) {
+  const auto dir = tiny.Write(TestDir());
+  auto checkpoint = Checkpoint::Load(dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+  return CreateModel(*checkpoint, {}).status();
+}
+
+TEST(ModelErrorsTest, UnknownFamilyListsSupportedOnes) {
+  TinyCheckpoint tiny = TinyGPT2();
+  tiny.config["model_type"] = "llama";
+  EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument, "config.json",
+                       "'llama' is not supported", "bert", "gpt_neox", "gpt2"));
+}
+
+TEST(ModelErrorsTest, ArchitecturesSelectTheFamilyWithoutModelType) {
+  for (const auto& [tiny, family] :
+       {std::pair{TinyNeoX(), "gpt_neox"}, std::pair{TinyGPT2(), "gpt2"}}) {
+    TinyCheckpoint copy = tiny;
+    copy.config.erase("model_type");
+    const auto checkpoint = Checkpoint::Load(copy.Write(TestDir(family)));
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+    const auto model = CreateModel(*checkpoint, {});
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ((*model)->shape().family, family);
+    EXPECT_TRUE((*model)->shape().causal);
+    EXPECT_EQ((*model)->shape().max_positions, 32);
+  }
+}
+
+TEST(ModelErrorsTest, MissingNeoXTensorNamesTensorAndFile) {
+  TinyCheckpoint tiny = TinyNeoX();
+  tiny.tensors.erase("gpt_neox.layers.1.attention.dense.weight");
+  EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument,
+                       "tensor 'layers.1.attention.dense.weight' is missing", "model.safetensors"));
+}
+
+TEST(ModelErrorsTest, WronglyShapedConv1DNamesTensorFileAndShapes) {
+  TinyCheckpoint tiny = TinyGPT2();
+  at::Tensor& weight = tiny.tensors["transformer.h.0.attn.c_attn.weight"];
+  weight = weight.t().contiguous();  // [3d, d]: a Linear layout instead of Conv1D's [d, 3d]
+  EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument,
+                       "tensor 'transformer.h.0.attn.c_attn.weight'", "model.safetensors",
+                       "has shape [48, 16], expected [16, 48]"));
+}
+
+TEST(ModelErrorsTest, FusedQkvOfWrongWidthIsRefused) {
+  TinyCheckpoint tiny = TinyNeoX();
+  tiny.tensors["gpt_neox.layers.0.attention.query_key_value.bias"] = at::zeros({32});
+  EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument,
+                       "gpt_neox.layers.0.attention.query_key_value.bias", "expected [48]"));
+}
+
+TEST(ModelErrorsTest, TensorsWithoutPrefixLoad) {
+  TinyCheckpoint tiny = TinyNeoX();
+  TinyCheckpoint bare = tiny;
+  bare.tensors.clear();
+  for (const auto& [name, tensor] : tiny.tensors) {
+    const std::string prefix = "gpt_neox.";
+    bare.tensors[name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name] = tensor;
+  }
+  EXPECT_TRUE(CreateStatus(bare).ok()) << CreateStatus(bare);
+}
+
+TEST(ModelErrorsTest, MistypedConfigFieldsNameConfigAndField) {
+  struct Case {
+    TinyCheckpoint tiny;
+    std::string field;
+    nlohmann::json value;
+    std::string message;
+  };
+  const Case cases[] = {
+      {TinyGPT2(), "n_head", "2", "field 'n_head' must be a positive integer"},
+      {TinyGPT2(), "n_head", 3, "field 'n_embd' (16) is not a multiple of n_head (3)"},
+      {TinyGPT2(), "n_inner", 0, "field 'n_inner' must be a positive integer"},
+      {TinyGPT2(), "activation_function", "mish", "field 'activation_function' 'mish'"},
+      {TinyGPT2(), "reorder_and_upcast_attn", "yes", "field 'reorder_and_upcast_attn' must be"},
+      {TinyNeoX(), "hidden_size", nullptr, "field 'hidden_size' must be a positive integer"},
+      {TinyNeoX(), "use_parallel_residual", 1, "field 'use_parallel_residual' must be true"},
+      {TinyNeoX(),
+       "rope_scaling",
+       {{"type", "linear"}, {"factor", 2.0}},
+       "field 'rope_scaling' is {\"factor\":2.0,\"type\":\"linear\"}; rotary scaling"},
+      {TinyNeoX(), "rotary_pct", 0.375, "field 'rotary_pct' (0.375) gives 3 rotary dimensions"},
+      {TinyNeoX(), "rotary_pct", 0.1, "field 'rotary_pct' (0.1) gives 0 rotary dimensions"},
+      {TinyNeoX(), "rotary_emb_base", -1, "field 'rotary_emb_base' must be a positive number"},
+  };
+  for (const Case& c : cases) {
+    TinyCheckpoint tiny = c.tiny;
+    tiny.config[c.field] = c.value;
+    EXPECT_TRUE(
+        StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument, "config.json", c.message))
+        << c.field;
+  }
+}
+
+TEST(ModelErrorsTest, MissingConfigFieldIsNamed) {
+  TinyCheckpoint tiny = TinyGPT2();
+  tiny.config.erase("n_positions");
+  EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument,
+                       "config.json: field 'n_positions' is missing"));
+}
+
+}  // namespace
+}  // namespace anisoscope::analysis

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Pythia-style and CRFM-style checkpoint series through the real `anisoscope submit` and
+`anisoscope query` against the real server, compared with the float64 reference
+(tests/reference, written from the Hugging Face GPTNeoX / GPT-2 definitions); and a text
+probe through Pythia's own byte-level BPE tokenizer when the fixture has tokenizer.json."""
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from server_process import ServerProcess
+
+FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "causal_runs")
+STEPS = [0, 100, 200, 300]
+SUITES = {"pythia": ("gpt_neox", "step{}"), "crfm": ("gpt2", "checkpoint-{}")}
+ABSOLUTE = ("qk_mean_cosine", "attn_entropy", "q_anisotropy", "k_anisotropy")
+RELATIVE = ("q_mean_norm", "k_mean_norm", "qk_mean_dot")
+TEXT = ("The tower is 324 metres (1,063 ft) tall, about the same height as an 81-storey "
+        "building, and the tallest structure in Paris. Its base is square, measuring 125 "
+        "metres on each side. During its construction it surpassed the Washington Monument "
+        "to become the tallest man-made structure in the world, a title it held for 41 years. "
+        "Don't you think it's café-worthy?  Ünïcödé — “quotes” and   runs of spaces.\n"
+        ) * 6
+
+
+def reference(suite, step):
+    name = SUITES[suite][1].format(step) + ".json"
+    with open(os.path.join(FIXTURE, "reference", suite, name)) as f:
+        return json.load(f)
+
+
+class CausalEndToEndTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        assert os.path.exists(os.path.join(FIXTURE, "probe.jsonl")), \
+            f"fixture causal_runs missing at {FIXTURE}"
+        cls.work = tempfile.mkdtemp(prefix="anisoscope_causal_e2e_")
+        cls.server = ServerProcess(os.path.join(cls.work, "metrics.db"),
+                                   [FIXTURE, cls.work]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def query(self, run, metric, *extra):
+        return json.loads(self.server.cli("query", "--run", run, "--metric", metric,
+                                          "--format", "json", *extra, check=True).stdout)
+
+    def submit(self, run, suite):
+        result = self.server.cli("submit", "--run", run, "--checkpoints",
+                                 os.path.join(FIXTURE, suite), "--probe-tokens",
+                                 os.path.join(FIXTURE, "probe.jsonl"), "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
+
+    def check_vectors(self, run, suite, kind, layer=2, head=1, heads=4):
+        vectors = json.loads(self.server.cli("vectors", "--run", run, "--kind", kind,
+                                             "--layer", layer, "--head", head,
+                                             check=True).stdout)
+        self.assertEqual([v["step"] for v in vectors], STEPS, kind)
+        for entry in vectors:
+            want = reference(suite, entry["step"])["heads"][layer * heads + head][kind]
+            scale = sum(x * x for x in want) ** 0.5
+            self.assertEqual(len(entry["values"]), len(want))
+            for got, expected in zip(entry["values"], want):
+                self.assertLess(abs(got - expected), 1e-3 * scale, (suite, kind, entry["step"]))
+
+    def check_suite_matches_reference(self, suite):
+        family = SUITES[suite][0]
+        self.submit(suite, suite)
+        heads = 4
+        for metric in ABSOLUTE + RELATIVE:
+            points = self.query(suite, metric)
+            self.assertEqual(len(points), len(STEPS) * 3 * heads, metric)
+            self.assertEqual(sorted({p["step"] for p in points}), STEPS, metric)
+            for p in points:
+                want = reference(suite, p["step"])["heads"][p["layer"] * heads + p["head"]][metric]
+                tolerance = 2e-4 if metric in ABSOLUTE else 1e-3 * max(abs(want), 1e-3)
+                self.assertLess(abs(p["value"] - want), tolerance, (suite, metric, p))
+        for metric, key in (("hidden_anisotropy", "anisotropy"), ("hidden_mean_norm", "mean_norm")):
+            points = self.query(suite, metric)
+            self.assertEqual(len(points), len(STEPS) * 4, metric)  # L + 1 hidden states
+            for p in points:
+                self.assertIsNone(p["head"])
+                want = reference(suite, p["step"])["hidden_states"][p["layer"]][key]
+                tolerance = 2e-4 if key == "anisotropy" else 1e-3 * abs(want)
+                self.assertLess(abs(p["value"] - want), tolerance, (suite, metric, p))
+        for kind in ("q_mean", "k_mean"):
+            self.check_vectors(suite, suite, kind)
+        self.assertRegex(self.server.cli("runs", check=True).stdout,
+                         rf"{suite}\s+{family}\s+3x4")
+
+    def test_pythia_style_series_matches_reference(self):
+        self.check_suite_matches_reference("pythia")
+
+    def test_crfm_style_series_matches_reference(self):
+        self.check_suite_matches_reference("crfm")
+
+    def test_pythia_pre_rotary_means_are_stored_and_match_reference(self):
+        self.submit("pythia_vectors", "pythia")
+        for kind in ("q_mean_pre_rotary", "k_mean_pre_rotary"):
+            self.check_vectors("pythia_vectors", "pythia", kind)
+
+    def test_pythia_text_probe_uses_the_checkpoint_tokenizer(self):
+        if not os.path.exists(os.path.join(FIXTURE, "pythia", "step0", "tokenizer.json")):
+            self.skipTest("no tokenizer.json in the fixture ($ANISOSCOPE_SHARED_DATA absent "
+                          "when it was made)")
+        text = os.path.join(self.work, "probe.txt")
+        with open(text, "w", encoding="utf-8") as f:
+            f.write(TEXT)
+        result = self.server.cli("submit", "--run", "pythia_text", "--checkpoints",
+                                 os.path.join(FIXTURE, "pythia"), "--probe-text", text,
+                                 "--seq-len", "32", "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
+        points = self.query("pythia_text", "attn_entropy")
+        self.assertEqual(sorted({p["step"] for p in points}), STEPS)
+        self.assertTrue(all(p["value"] > 0 for p in points))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,368 @@
+// The HTTP API end to end: an in-process AnisoscopeServer with --http-listen on
+// 127.0.0.1:0 over a real SQLite file, reached by a real HTTP client over loopback.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/http_routes.h"
+#include "tests/server/server_test_util.h"
+
+namespace anisoscope::server::testing {
+namespace {
+
+using nlohmann::json;
+
+// A synthetic stored value, so expectations are computed here, independently.
+double Value(int64_t step, int layer, int head) { return step * 0.001 + layer + head * 0.1; }
+
+class HttpServerTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerFixture::SetUp();
+    web_dir_ = base_ / "web";
+    fs::create_directories(web_dir_ / "js");
+    std::ofstream(web_dir_ / "index.html") << "<html>dashboard</html>";
+    std::ofstream(web_dir_ / "js" / "app.mjs") << "export const x = 1;";
+    std::ofstream(web_dir_ / "style.css") << "body{}";
+    std::ofstream(outside_ / "secret.txt") << "secret";
+    http_listen_ = "127.0.0.1:0";
+    StartServer();
+    client_ = std::make_unique<httplib::Client>(server_->http_address());
+  }
+
+  void TearDown() override {
+    client_.reset();
+    ServerFixture::TearDown();
+  }
+
+  // Writes run `run` (2 layers x 2 heads, head_dim 3) at `steps` for probe `probe`.
+  void WriteRun(const std::string& run, const std::string& probe,
+                const std::vector<int64_t>& steps) {
+    for (int64_t step : steps) {
+      storage::StepResult result;
+      result.run = run;
+      result.probe.id = probe;
+      result.probe.description = "synthetic";
+      result.probe.num_samples = 2;
+      result.probe.num_tokens = 8;
+      result.step = step;
+      result.model_family = "bert";
+      result.num_layers = 2;
+      result.num_heads = 2;
+      result.head_dim = 3;
+      for (int layer = 0; layer < 2; ++layer) {
+        for (int head = 0; head < 2; ++head) {
+          result.scalars.push_back({"qk_mean_cosine", layer, head, Value(step, layer, head)});
+          const double s = static_cast<double>(step);
+          // Q̄ = (s, 1, 0), K̄ = (-1, s, 0): all in the plane z = 0.
+          result.vectors.push_back({"q_mean", layer, head, {s, 1, 0}});
+          result.vectors.push_back({"k_mean", layer, head, {-1, s, 0}});
+        }
+      }
+      for (int hidden = 0; hidden <= 2; ++hidden) {
+        result.scalars.push_back({"hidden_anisotropy", hidden, -1, 0.5 + hidden});
+      }
+      ASSERT_TRUE(server_->store().WriteStep(result, /*replace=*/false).ok());
+    }
+  }
+
+  httplib::Result Get(const std::string& path) { return client_->Get(path.c_str()); }
+
+  json GetJson(const std::string& path, int want_status = 200) {
+    httplib::Result res = Get(path);
+    if (!res) {
+      ADD_FAILURE() << "GET " << path << " failed: " << httplib::to_string(res.error());
+      return json();
+    }
+    EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json; charset=utf-8");
+    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "*");
+    return json::parse(res->body);
+  }
+
+  // The error object of a failed call, after checking its HTTP status and code name.
+  json GetError(const std::string& path, int status, const std::string& code) {
+    json body = GetJson(path, status);
+    EXPECT_EQ(body["error"]["code"], status) << body;
+    EXPECT_EQ(body["error"]["status"], code) << body;
+    return body["error"];
+  }
+
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpServerTest, RunsListsModelShapeProbesAndStepsAsStrings) {
+  WriteRun("r", "p1", {0, 100});
+  json body = GetJson("/api/v1/runs");
+  ASSERT_EQ(body["runs"].size(), 1u);
+  const json& run = body["runs"][0];
+  EXPECT_EQ(run["name"], "r");
+  EXPECT_EQ(run["modelFamily"], "bert");
+  EXPECT_EQ(run["numLayers"], 2);
+  EXPECT_EQ(run["numHeads"], 2);
+  EXPECT_EQ(run["headDim"], 3);
+  EXPECT_EQ(run["steps"], json::array({"0", "100"}));
+  EXPECT_EQ(run["probes"][0]["id"], "p1");
+  EXPECT_EQ(run["probes"][0]["numSamples"], "2");
+  EXPECT_TRUE(run.contains("createdAt"));
+}
+
+TEST_F(HttpServerTest, SeriesFiltersByLayerHeadAndStepRange) {
+  WriteRun("r", "p1", {0, 100, 200, 300});
+  json body = GetJson(
+      "/api/v1/series?run=r&metric=qk_mean_cosine&layer=1&head=0&from_step=100"
+      "&to_step=200");
+  EXPECT_EQ(body["probeId"], "p1");
+  EXPECT_EQ(body["metric"], "qk_mean_cosine");
+  EXPECT_EQ(body["downsampled"], false);
+  ASSERT_EQ(body["points"].size(), 2u);
+  for (const json& point : body["points"]) {
+    EXPECT_EQ(point["layer"], 1);
+    EXPECT_EQ(point["head"], 0);
+    const int64_t step = std::stoll(point["step"].get<std::string>());
+    EXPECT_DOUBLE_EQ(point["value"].get<double>(), Value(step, 1, 0));
+  }
+  EXPECT_EQ(body["points"][0]["step"], "100");
+
+  // Every head, ordered by layer, head, step; lowerCamelCase names accepted too.
+  body = GetJson("/api/v1/series?run=r&probeId=p1&metric=qk_mean_cosine");
+  ASSERT_EQ(body["points"].size(), 16u);
+  EXPECT_EQ(body["points"][4]["head"], 1);
+  EXPECT_EQ(body["points"][4]["step"], "0");
+
+  body = GetJson("/api/v1/series?run=r&metric=hidden_anisotropy&layer=2");
+  ASSERT_EQ(body["points"].size(), 4u);
+  EXPECT_EQ(body["points"][0]["head"], -1);
+  EXPECT_DOUBLE_EQ(body["points"][0]["value"].get<double>(), 2.5);
+}
+
+TEST_F(HttpServerTest, SinceStepReturnsOnlyLaterSteps) {
+  WriteRun("r", "p1", {0, 100, 200});
+  json body = GetJson("/api/v1/series?run=r&metric=qk_mean_cosine&since_step=100");
+  ASSERT_EQ(body["points"].size(), 4u);
+  for (const json& point : body["points"]) EXPECT_EQ(point["step"], "200");
+  WriteRun("r", "p1", {300});
+  body = GetJson("/api/v1/series?run=r&metric=qk_mean_cosine&since_step=200&layer=0&head=0");
+  ASSERT_EQ(body["points"].size(), 1u);
+  EXPECT_EQ(body["points"][0]["step"], "300");
+  body = GetJson("/api/v1/series?run=r&metric=qk_mean_cosine&since_step=300");
+  EXPECT_EQ(body["points"], json::array());
+}
+
+TEST_F(HttpServerTest, MaxPointsDownsamplesEachSeriesAndSaysSo) {
+  std::vector<int64_t> steps;
+  for (int64_t step = 0; step < 20; ++step) steps.push_back(step * 10);
+  WriteRun("r", "p1", steps);
+  json body = GetJson("/api/v1/series?run=r&metric=qk_mean_cosine&max_points=4");
+  EXPECT_EQ(body["downsampled"], true);
+  // Values rise with the step: each of the 2 buckets keeps its first and last point.
+  ASSERT_EQ(body["points"].size(), 4u * 4u);
+  EXPECT_EQ(body["points"][0]["step"], "0");
+  EXPECT_EQ(body["points"][1]["step"], "90");
+  EXPECT_EQ(body["points"][2]["step"], "100");
+  EXPECT_EQ(body["points"][3]["step"], "190");
+  body = GetJson("/api/v1/series?run=r&metric=qk_mean_cosine&max_points=20");
+  EXPECT_EQ(body["downsampled"], false);
+  EXPECT_EQ(body["points"].size(), 80u);
+}
+
+TEST_F(HttpServerTest, VectorsAndTrajectoryOfOneHead) {
+  WriteRun("r", "p1", {0, 1, 2});
+  json vectors = GetJson("/api/v1/vectors?run=r&kind=k_mean&layer=1&head=1&from_step=1");
+  ASSERT_EQ(vectors["points"].size(), 2u);
+  EXPECT_EQ(vectors["points"][1]["step"], "2");
+  EXPECT_EQ(vectors["points"][1]["values"], json::array({-1.0, 2.0, 0.0}));
+
+  json trajectory = GetJson("/api/v1/trajectory?run=r&layer=1&head=1");
+  EXPECT_EQ(trajectory["probeId"], "p1");
+  ASSERT_EQ(trajectory["points"].size(), 3u);
+  EXPECT_NEAR(trajectory["explainedVariance"].get<double>(), 1.0, 1e-12);
+  ASSERT_EQ(trajectory["singularValues"].size(), 3u);
+  EXPECT_NE(trajectory["basis"].get<std::string>().find("singular"), std::string::npos);
+  // Every vector lies in the plane z = 0, so the projection keeps each one's length.
+  for (const json& point : trajectory["points"]) {
+    const double s = std::stod(point["step"].get<std::string>());
+    EXPECT_NEAR(std::hypot(point["qX"].get<double>(), point["qY"].get<double>()),
+                std::hypot(s, 1.0), 1e-9);
+    EXPECT_NEAR(std::hypot(point["kX"].get<double>(), point["kY"].get<double>()),
+                std::hypot(s, 1.0), 1e-9);
+  }
+}
+
+TEST_F(HttpServerTest, JobsListedMostRecentFirstFilteredByRun) {
+  const fs::path dir = MakeCheckpoints("ckpt", {0, 10});
+  pb::Job first;
+  pb::Job second;
+  ASSERT_TRUE(Submit(DirRequest("a", dir), &first).ok());
+  WaitFinal(first.id());
+  ASSERT_TRUE(Submit(DirRequest("b", dir), &second).ok());
+  WaitFinal(second.id());
+
+  json all = GetJson("/api/v1/jobs");
+  ASSERT_EQ(all["jobs"].size(), 2u);
+  EXPECT_EQ(all["jobs"][0]["id"], std::to_string(second.id()));
+  json only_a = GetJson("/api/v1/jobs?run=a&limit=5");
+  ASSERT_EQ(only_a["jobs"].size(), 1u);
+  EXPECT_EQ(only_a["jobs"][0]["run"], "a");
+  EXPECT_EQ(only_a["jobs"][0]["state"], "JOB_STATE_SUCCEEDED");
+  EXPECT_EQ(only_a["jobs"][0]["stepsTotal"], 2);
+  EXPECT_EQ(only_a["jobs"][0]["stepsFinished"], 2);
+  EXPECT_EQ(GetJson("/api/v1/jobs?run=nobody")["jobs"], json::array());
+  EXPECT_EQ(GetJson("/api/v1/jobs?limit=1")["jobs"].size(), 1u);
+
+  json job = GetJson("/api/v1/jobs/" + std::to_string(first.id()));
+  EXPECT_EQ(job["run"], "a");
+  ASSERT_EQ(job["checkpoints"].size(), 2u);
+  EXPECT_EQ(job["checkpoints"][1]["step"], "10");
+  EXPECT_EQ(job["checkpoints"][1]["state"], "STEP_STATE_DONE");
+}
+
+TEST_F(HttpServerTest, ErrorsCarryTheirHttpStatusAndJsonBody) {
+  WriteRun("r", "p1", {0});
+  WriteRun("two", "p1", {0});
+  WriteRun("two", "p2", {0});
+  EXPECT_NE(GetError("/api/v1/series?run=nope&metric=qk_mean_cosine", 404, "NOT_FOUND")["message"]
+                .get<std::string>()
+                .find("run 'nope' not found"),
+            std::string::npos);
+  GetError("/api/v1/series?run=r", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/series?run=r&metric=nope", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/series?run=r&metric=qk_mean_cosine&probe_id=p9", 404, "NOT_FOUND");
+  GetError("/api/v1/series?run=two&metric=qk_mean_cosine", 409, "FAILED_PRECONDITION");
+  GetError("/api/v1/series?run=r&metric=qk_mean_cosine&from_step=5&to_step=1", 400,
+           "INVALID_ARGUMENT");
+  GetError("/api/v1/series?run=r&metric=qk_mean_cosine&max_points=-1", 400, "INVALID_ARGUMENT");
+  EXPECT_EQ(GetError("/api/v1/series?run=r&metric=qk_mean_cosine&colour=red", 400,
+                     "INVALID_ARGUMENT")["message"],
+            "unknown parameter 'colour'");
+  EXPECT_NE(GetError("/api/v1/series?run=r&metric=qk_mean_cosine&layer=one", 400,
+                     "INVALID_ARGUMENT")["message"]
+                .get<std::string>()
+                .find("parameter 'layer'"),
+            std::string::npos);
+  GetError("/api/v1/series?run=r&metric=qk_mean_cosine&layer=1&layer=2", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/vectors?run=r&kind=v_mean&layer=0&head=0", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/vectors?run=r&kind=q_mean&layer=-1&head=0", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/trajectory?run=r&layer=7&head=0", 404, "NOT_FOUND");
+  GetError("/api/v1/jobs/12345", 404, "NOT_FOUND");
+  GetError("/api/v1/jobs/abc", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/jobs/0", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/jobs?limit=-2", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/nothing", 404, "NOT_FOUND");
+}
+
+TEST_F(HttpServerTest, StaticFilesAreServedWithTheirContentType) {
+  httplib::Result index = Get("/");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_EQ(index->body, "<html>dashboard</html>");
+  EXPECT_EQ(index->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  httplib::Result module = Get("/js/app.mjs");
+  ASSERT_TRUE(module);
+  EXPECT_EQ(module->status, 200);
+  EXPECT_EQ(module->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(Get("/style.css")->get_header_value("Content-Type"), "text/css; charset=utf-8");
+  EXPECT_EQ(Get("/missing.js")->status, 404);
+}
+
+TEST_F(HttpServerTest, PathsEscapingTheWebDirAreRefused) {
+  fs::create_symlink(outside_ / "secret.txt", web_dir_ / "link.txt");
+  for (const std::string path :
+       {"/../outside/secret.txt", "/%2e%2e/outside/secret.txt", "/js/../../outside/secret.txt",
+        "/js/%2E%2E/%2e%2e/outside/secret.txt", "/..%2foutside%2fsecret.txt", "/link.txt",
+        "/..\\outside\\secret.txt"}) {
+    httplib::Result res = Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_GE(res->status, 400) << path;
+    EXPECT_EQ(res->body.find("secret\n"), std::string::npos) << path;
+    EXPECT_NE(res->body, "secret") << path;
+  }
+}
+
+TEST_F(HttpServerTest, MissingWebDirAnswers503ButTheApiWorks) {
+  fs::remove_all(web_dir_);
+  httplib::Result res = Get("/");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_NE(res->body.find("scripts/setup.sh"), std::string::npos) << res->body;
+  EXPECT_EQ(GetJson("/api/v1/runs")["runs"], json::array());
+}
+
+TEST(HttpServerCreateTest, BadOrBusyAddressesAreRefused) {
+  EXPECT_EQ(HttpServer::Create({"nonsense"}, nullptr, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HttpServer::Create({"127.0.0.1:http"}, nullptr, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto first = HttpServer::Create({"127.0.0.1:0"}, nullptr, nullptr);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second =
+      HttpServer::Create({"127.0.0.1:" + std::to_string((*first)->port())}, nullptr, nullptr);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(HttpRoutesTest, StatusCodesMapOneToOne) {
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kPermissionDenied), 403);
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kNotFound), 404);
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kFailedPrecondition), 409);
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kUnavailable), 503);
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kInternal), 500);
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kAlreadyExists), 500);
+  EXPECT_EQ(
+      json::parse(ErrorJson(absl::UnavailableError("draining \"now\""))),
+      json::parse(R"({"error":{"code":503,"status":"UNAVAILABLE","message":"draining \"now\""}})"));
+  EXPECT_EQ(json::parse(ErrorJson(absl::PermissionDeniedError("no")))["error"]["code"], 403);
+}
+
+TEST(HttpRoutesTest, SeriesJsonIsExactlyTheLibrarysProtoJson) {
+  pb::QuerySeriesResponse response;
+  response.set_probe_id("p0123456789abcdef");
+  response.set_metric("qk_mean_cosine");
+  const double values[] = {0,
+                           1,
+                           -2.5,
+                           0.1,
+                           1.0 / 3,
+                           1e-300,
+                           6.02214076e23,
+                           -0.0,
+                           123456789.123456789,
+                           std::nan(""),
+                           INFINITY,
+                           -INFINITY};
+  int i = 0;
+  for (double value : values) {
+    pb::SeriesPoint* point = response.add_points();
+    point->set_step(i * 20000 - 1);
+    point->set_layer(i % 3);
+    point->set_head(i % 4 - 1);
+    point->set_value(value);
+    ++i;
+  }
+  EXPECT_EQ(SeriesToJson(response), MessageToJson(response));
+  response.set_downsampled(true);
+  EXPECT_EQ(SeriesToJson(response), MessageToJson(response));
+  response.clear_points();
+  EXPECT_EQ(SeriesToJson(response), MessageToJson(response));
+  response.set_metric("needs \"escaping\" <here>");
+  EXPECT_EQ(SeriesToJson(response), MessageToJson(response));
+}
+
+TEST(HttpRoutesTest, ContentTypesByExtension) {
+  EXPECT_EQ(ContentTypeFor("a/b.js"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(ContentTypeFor("x.svg"), "image/svg+xml");
+  EXPECT_EQ(ContentTypeFor("x.PNG"), "image/png");
+  EXPECT_EQ(ContentTypeFor("x.json"), "application/json; charset=utf-8");
+  EXPECT_EQ(ContentTypeFor("x.js.map"), "application/json; charset=utf-8");
+  EXPECT_EQ(ContentTypeFor("x.bin"), "application/octet-stream");
+}
+
+}  // namespace
+}  // namespace anisoscope::server::testing

@@ -1,0 +1,266 @@
+// The dashboard in a real browser: starts anisoscope-server on the bert_run fixture,
+// stores steps 0, 100 and 250 with the real CLI, loads the page in Debian's chromium
+// (playwright-core) and checks every view from the page's read-only state
+// (window.__anisoscope), a tooltip and the CSV download against the HTTP API; then stores
+// step 400 and checks that polling picks it up without a reload. Screenshots of every view
+// go to $ANISOSCOPE_SCREENSHOTS. Exit 0 pass, 1 fail, 77 skip (no chromium/playwright-core).
+//   ANISOSCOPE_FIXTURES=build/fixtures ANISOSCOPE_BIN=build/bin node tests/web/dashboard_test.mjs
+
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const CHROMIUM = '/usr/bin/chromium';
+const FIXTURES = process.env.ANISOSCOPE_FIXTURES;
+const BIN = process.env.ANISOSCOPE_BIN;
+const SHOTS = process.env.ANISOSCOPE_SCREENSHOTS || path.join(os.tmpdir(), 'anisoscope-screenshots');
+const VIEWS = ['cosine', 'dot', 'entropy', 'entropy-heads', 'hidden', 'heatmap', 'trajectory'];
+const RUN = 'browser-test';
+const started = Date.now();
+
+function log(message) {
+  console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+}
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+function skip(message) {
+  console.log(`SKIPPED: ${message}`);
+  process.exit(77);
+}
+
+if (!FIXTURES || !BIN) {
+  console.error('set ANISOSCOPE_FIXTURES and ANISOSCOPE_BIN (ctest does)');
+  process.exit(1);
+}
+if (!fs.existsSync(CHROMIUM)) skip(`${CHROMIUM} not found: apt-get install chromium (scripts/setup.sh does)`);
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch {
+  skip(`playwright-core is not installed: run npm ci in ${HERE} (scripts/setup.sh does)`);
+}
+
+const fixture = path.join(FIXTURES, 'bert_run');
+const checkpoint = (step) => path.join(fixture, 'safetensors', `step_${step}`);
+const config = JSON.parse(fs.readFileSync(path.join(checkpoint(0), 'config.json'), 'utf8'));
+const LAYERS = config.num_hidden_layers;
+const HEADS = config.num_attention_heads;
+const webDir = path.join(BIN, '..', 'web');
+check(fs.existsSync(path.join(webDir, 'index.html')),
+  `${webDir}/index.html is missing: run scripts/setup.sh (npm ci in web/), then rebuild`);
+
+const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'anisoscope-browser-'));
+let server = null;
+let browser = null;
+
+// Starts the server; resolves {grpc, url} from its "listening on" / "dashboard at" lines.
+function startServer() {
+  server = spawn(path.join(BIN, 'anisoscope-server'), [
+    '--db', path.join(temp, 'test.db'), '--allow-root', fixture, '--listen', '127.0.0.1:0',
+    '--http-listen', '127.0.0.1:0', '--workers', '1', '--threads', '2', '--log-level', 'warn',
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${output}`)), 30000);
+    const seen = {};
+    const onData = (chunk) => {
+      output += chunk;
+      const grpc = output.match(/listening on (\S+)/);
+      const url = output.match(/dashboard at (http:\/\/\S+)/);
+      if (grpc && url && !seen.done) {
+        seen.done = true;
+        clearTimeout(timer);
+        resolve({ grpc: grpc[1], url: url[1] });
+      }
+    };
+    server.stdout.on('data', onData);
+    server.stderr.on('data', (chunk) => { output += chunk; });
+    server.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before serving:\n${output}`));
+    });
+  });
+}
+
+function cli(grpc, args) {
+  return new Promise((resolve, reject) => {
+    execFile(path.join(BIN, 'anisoscope'), ['--server', grpc, ...args], (error, stdout, stderr) => {
+      if (error) reject(new Error(`anisoscope ${args.join(' ')} failed (${error.code}):\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+function submit(grpc, steps) {
+  return cli(grpc, ['submit', '--run', RUN,
+    ...steps.flatMap((s) => ['--checkpoint', `${s}=${checkpoint(s)}`]),
+    '--probe-tokens', path.join(fixture, 'probe.jsonl'), '--wait']);
+}
+
+async function apiSeries(url, metric) {
+  const response = await fetch(new URL(`api/v1/series?run=${RUN}&metric=${metric}`, url));
+  check(response.ok, `GET series ${metric}: HTTP ${response.status}`);
+  return (await response.json()).points;
+}
+
+const summary = (page) => page.evaluate(() => window.__anisoscope.summary());
+
+// Waits until every view shows `steps` steps; returns the page's summary.
+async function waitForSteps(page, steps) {
+  try {
+    await page.waitForFunction(({ layers, heads, steps }) => {
+      const s = window.__anisoscope.summary();
+      const full = (list, n) => list.length === n && list.every((x) => x.points === steps);
+      return window.__anisoscope.ready && s.cosine.panels === layers &&
+        full(s.cosine.series, layers * heads) && full(s.dot.series, layers * heads) &&
+        full(s.entropyHeads.series, layers * heads) &&
+        full(s.entropy.series, layers) && full(s.hidden.series, 2 * (layers + 1)) &&
+        s.heatmap.steps === steps && s.trajectory.points === steps;
+    }, { layers: LAYERS, heads: HEADS, steps }, { timeout: 20000, polling: 100 });
+  } catch {
+    throw new Error(`the page did not show ${steps} steps in every view within 20 s; it shows:\n` +
+      JSON.stringify(await summary(page)));
+  }
+  return summary(page);
+}
+
+function checkSummary(s, steps, lastStep) {
+  check(s.cosine.panels === LAYERS, `cosine grid: ${s.cosine.panels} panels, want one per layer (${LAYERS})`);
+  const pairs = new Set(s.cosine.series.map((x) => `${x.layer}:${x.head}`));
+  check(pairs.size === LAYERS * HEADS, `cosine grid: ${pairs.size} distinct (layer, head) series, want ${LAYERS * HEADS}`);
+  for (const x of s.cosine.series) {
+    check(x.points === steps, `cosine layer ${x.layer} head ${x.head}: ${x.points} points, want ${steps}`);
+  }
+  check(s.dot.panels === LAYERS, `scalar product grid: ${s.dot.panels} panels, want ${LAYERS}`);
+  check(s.heatmap.cells === LAYERS * HEADS, `heatmap: ${s.heatmap.cells} cells, want ${LAYERS * HEADS}`);
+  check(s.heatmap.step === lastStep, `heatmap shows step ${s.heatmap.step}, want the latest (${lastStep})`);
+  check(s.trajectory.basis && /server/i.test(s.trajectory.basis), `trajectory basis text: ${s.trajectory.basis}`);
+  check(s.trajectory.explainedVariance > 0 && s.trajectory.explainedVariance <= 1 + 1e-9,
+    `trajectory explained variance ${s.trajectory.explainedVariance} outside (0, 1]`);
+}
+
+async function screenshots(page, suffix) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, `dashboard${suffix}.png`), fullPage: true });
+  for (const view of VIEWS) {
+    await page.locator(`[data-testid="view-${view}"]`).screenshot({ path: path.join(SHOTS, `${view}${suffix}.png`) });
+  }
+}
+
+async function checkTooltip(page, url) {
+  const expected = (await apiSeries(url, 'qk_mean_cosine')).find((p) => p.layer === 0 && p.head === 0 && p.step === '100');
+  check(expected, 'the API has no qk_mean_cosine point for layer 0, head 0, step 100');
+  await page.locator('[data-testid="view-cosine"]').scrollIntoViewIfNeeded();
+  const at = await page.evaluate(() => window.__anisoscope.pointOnViewport('cosine', 0, 0, 1));
+  await page.mouse.move(at.x, at.y);
+  const tip = page.locator('[data-testid="view-cosine"] .tip');
+  try {
+    await tip.filter({ hasText: 'step 100' }).first().waitFor({ state: 'visible', timeout: 5000 });
+  } catch {
+    throw new Error(`no tooltip for step 100 after hovering layer 0, head 0 at (${at.x}, ${at.y})`);
+  }
+  const text = await tip.first().innerText();
+  check(text.includes('layer 0'), `tooltip does not name layer 0: ${text}`);
+  check(text.includes(String(expected.value)), `tooltip lacks the exact value ${expected.value}: ${text}`);
+  await page.screenshot({ path: path.join(SHOTS, 'tooltip.png') });
+  await page.mouse.move(1, 1);
+}
+
+async function checkDownloads(page, url) {
+  const [csvDownload] = await Promise.all([
+    page.waitForEvent('download'), page.locator('[data-testid="cosine-csv"]').click(),
+  ]);
+  const csv = fs.readFileSync(await csvDownload.path(), 'utf8').trim().split('\n');
+  check(csv[0] === 'step,layer,head,qk_mean_cosine', `CSV header: ${csv[0]}`);
+  const api = await apiSeries(url, 'qk_mean_cosine');
+  const want = api.map((p) => [p.step, p.layer, p.head, String(p.value)].join(',')).sort();
+  const got = csv.slice(1).sort();
+  check(got.length === want.length, `CSV has ${got.length} rows, the API ${want.length}`);
+  got.forEach((row, i) => check(row === want[i], `CSV row ${row} differs from the API's ${want[i]}`));
+  const [pngDownload] = await Promise.all([
+    page.waitForEvent('download'), page.locator('[data-testid="cosine-png"]').click(),
+  ]);
+  const png = fs.readFileSync(await pngDownload.path());
+  check(png.subarray(1, 4).toString() === 'PNG' && png.length > 10000, `PNG download is not a PNG (${png.length} bytes)`);
+}
+
+// Moves the heatmap's step slider to `index` (as a user dragging it would).
+async function slideHeatmap(page, index) {
+  await page.locator('[data-testid="heatmap-step"]').evaluate((el, i) => {
+    el.value = String(i);
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+  }, index);
+  return (await summary(page)).heatmap.step;
+}
+
+async function main() {
+  const { grpc, url } = await startServer();
+  log(`server: gRPC ${grpc}, ${url}`);
+  await submit(grpc, [0, 100, 250]);
+  log(`stored steps 0, 100, 250 of a ${LAYERS} x ${HEADS} BERT`);
+
+  const userData = fs.mkdtempSync(path.join(temp, 'chromium-'));
+  browser = await chromium.launchPersistentContext(userData, {
+    executablePath: CHROMIUM, headless: true, acceptDownloads: true,
+    viewport: { width: 1400, height: 900 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = browser.pages()[0] || await browser.newPage();
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
+  await page.goto(`${url}?run=${RUN}&poll_ms=400`);
+  let s = await waitForSteps(page, 3);
+  checkSummary(s, 3, '250');
+  check(await page.locator('[data-testid="errors"]').isHidden(), 'the page shows an error: ' +
+    await page.locator('[data-testid="errors"]').innerText());
+  log(`page: ${s.cosine.panels} panels, ${s.cosine.series.length} series of 3 points; every view drawn`);
+  await checkTooltip(page, url);
+  await checkDownloads(page, url);
+  check(await slideHeatmap(page, 0) === '0', 'the heatmap slider at its start does not show step 0');
+  check(await slideHeatmap(page, 2) === '250', 'the heatmap slider at its end does not show step 250');
+  log('tooltip shows the exact value; CSV matches the API; PNG downloads; the step slider works');
+  await screenshots(page, '');
+
+  await page.evaluate(() => { window.__notReloaded = true; });
+  await submit(grpc, [400]);
+  log('stored step 400');
+  s = await waitForSteps(page, 4);
+  checkSummary(s, 4, '400');
+  check(await page.evaluate(() => window.__notReloaded === true), 'the page reloaded to show step 400');
+  await page.locator('[data-testid="job-idle"]').filter({ hasText: '1/1 steps' })
+    .waitFor({ timeout: 5000 }).catch(() => { throw new Error('the jobs line does not show the finished 1/1-step job'); });
+  log('polling picked up step 400 without a reload');
+  await screenshots(page, '_after_poll');
+  check(!problems.length, `the page logged errors:\n${problems.join('\n')}`);
+  log(`PASS (screenshots in ${SHOTS})`);
+}
+
+async function cleanup() {
+  if (browser) await browser.close().catch(() => {});
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    const killer = setTimeout(() => server.kill('SIGKILL'), 5000);
+    await new Promise((resolve) => server.once('exit', resolve));
+    clearTimeout(killer);
+  }
+  fs.rmSync(temp, { recursive: true, force: true });
+}
+
+let failed = false;
+try {
+  await main();
+} catch (err) {
+  failed = true;
+  console.error(`FAIL: ${err.message}`);
+} finally {
+  await cleanup();
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,67 @@
+// Formatting shared by every view: readable steps (20k, 1.5M) on axes, exact values in
+// tooltips and CSV, and the metric names as people read them.
+
+// "20k", "1.5M", "250": for axis labels. Exact steps go through exactStep.
+export function shortStep(step) {
+  const n = Number(step);
+  const abs = Math.abs(n);
+  const trim = (x) => String(Number(x.toFixed(2)));
+  if (abs >= 1e9) return `${trim(n / 1e9)}G`;
+  if (abs >= 1e6) return `${trim(n / 1e6)}M`;
+  if (abs >= 1e3) return `${trim(n / 1e3)}k`;
+  return trim(n);
+}
+
+// The step as an integer with thousands separators: "1,500,000".
+export function exactStep(step) {
+  return BigInt(String(step)).toLocaleString('en-US');
+}
+
+// Full precision (the shortest string that reads back as the same double).
+export function exactValue(value) {
+  if (value === null || value === undefined) return '';
+  return String(value);
+}
+
+// A compact value for axis labels.
+export function shortValue(value) {
+  if (value === 0) return '0';
+  const abs = Math.abs(value);
+  if (abs >= 1e4 || abs < 1e-3) return value.toExponential(1);
+  return String(Number(value.toPrecision(3)));
+}
+
+export const METRIC_LABELS = {
+  qk_mean_cosine: 'Q/K mean cosine  cos(Q̄, K̄)',
+  qk_mean_dot: 'Q/K mean scalar product  ⟨Q̄, K̄⟩',
+  q_mean_norm: 'query mean norm  ‖Q̄‖',
+  k_mean_norm: 'key mean norm  ‖K̄‖',
+  attn_entropy: 'attention entropy (nats)',
+  q_anisotropy: 'query anisotropy (mean pairwise cosine)',
+  k_anisotropy: 'key anisotropy (mean pairwise cosine)',
+  hidden_anisotropy: 'hidden-state anisotropy (mean pairwise cosine)',
+  hidden_mean_norm: 'hidden-state mean norm  ‖mean h‖',
+};
+
+export const PER_HEAD_METRICS = [
+  'qk_mean_cosine', 'qk_mean_dot', 'q_mean_norm', 'k_mean_norm', 'attn_entropy',
+  'q_anisotropy', 'k_anisotropy',
+];
+
+export function metricLabel(metric) {
+  return METRIC_LABELS[metric] || metric;
+}
+
+// "JOB_STATE_RUNNING" -> "running".
+export function enumName(value, prefix) {
+  return String(value || '').replace(prefix, '').toLowerCase();
+}
+
+// One CSV document from a header and rows; fields are quoted only when they must be.
+export function toCsv(header, rows) {
+  const field = (x) => {
+    const s = x === null || x === undefined ? '' : String(x);
+    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return [header, ...rows].map((row) => row.map(field).join(',')).join('\n') + '\n';
+}

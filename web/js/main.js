@@ -1,0 +1,133 @@
+// Entry point: reads the URL (run, probe, poll_ms), builds the views, loads the runs and
+// starts polling. window.__anisoscope is a read-only view of the page's state for tests.
+
+import { createSelect } from './card.js';
+import { shortStep } from './format.js';
+import { Store } from './state.js';
+import { EntropyView } from './views/entropy_view.js';
+import { HeadGridView } from './views/head_grid_view.js';
+import { HeatmapView } from './views/heatmap_view.js';
+import { HiddenView } from './views/hidden_view.js';
+import { JobsView } from './views/jobs_view.js';
+import { TrajectoryView } from './views/trajectory_view.js';
+
+const params = new URLSearchParams(window.location.search);
+const pollMs = Math.max(100, Number(params.get('poll_ms')) || 3000);
+const store = new Store();
+const $ = (sel) => document.querySelector(sel);
+
+const views = {
+  cosine: new HeadGridView(store, $('#views'), {
+    id: 'cosine', metric: 'qk_mean_cosine', yName: 'cos(Q̄, K̄)',
+    title: 'Q/K mean cosine per head',
+    subtitle: 'Cosine between the mean query Q̄ and the mean key K̄ of each head; one panel per layer, one line per head.',
+  }),
+  dot: new HeadGridView(store, $('#views'), {
+    id: 'dot', metric: 'qk_mean_dot', yName: '⟨Q̄, K̄⟩',
+    title: 'Q/K mean scalar product per head',
+    subtitle: 'Scalar product ⟨Q̄, K̄⟩ of the mean query and key (before the 1/√d scale); one panel per layer.',
+  }),
+  entropy: new EntropyView(store, $('#views')),
+  entropyHeads: new HeadGridView(store, $('#views'), {
+    id: 'entropy-heads', metric: 'attn_entropy', yName: 'entropy (nats)',
+    title: 'Attention entropy per head',
+    subtitle: 'The heads behind the layer means above: one panel per layer, one line per head.',
+  }),
+  hidden: new HiddenView(store, $('#views')),
+  heatmap: new HeatmapView(store, $('#views')),
+  trajectory: new TrajectoryView(store, $('#views')),
+};
+const jobs = new JobsView(store, $('#jobs'));
+
+const runSelect = createSelect($('#pickers'), {
+  label: 'run', testid: 'run-select', options: [],
+  onChange: (name) => choose(name, ''),
+});
+const probeSelect = createSelect($('#pickers'), {
+  label: 'probe', testid: 'probe-select', options: [],
+  onChange: (probe) => choose(store.run.name, probe),
+});
+
+async function choose(name, probe) {
+  const url = new URL(window.location.href);
+  url.searchParams.set('run', name);
+  if (probe) url.searchParams.set('probe', probe);
+  else url.searchParams.delete('probe');
+  window.history.replaceState(null, '', url);
+  await store.selectRun(name, probe);
+}
+
+function describeRun(run) {
+  if (!run) return '';
+  const steps = run.steps || [];
+  const span = steps.length ? ` (${shortStep(steps[0])} … ${shortStep(steps[steps.length - 1])})` : '';
+  return `${run.modelFamily} · ${run.numLayers} layers × ${run.numHeads} heads · d_head ${run.headDim}` +
+    ` · ${steps.length} step${steps.length === 1 ? '' : 's'} stored${span}`;
+}
+
+function renderPickers() {
+  runSelect.set(store.runs.map((r) => [r.name, r.name]), store.run ? store.run.name : undefined);
+  const probes = store.run ? store.run.probes || [] : [];
+  probeSelect.set(probes.map((p) => [p.id, `${p.id} · ${p.numSamples} samples, ${p.numTokens} tokens${p.description ? ` · ${p.description}` : ''}`]), store.probeId);
+  probeSelect.wrap.hidden = probes.length < 2;
+  $('#run-info').textContent = describeRun(store.run);
+}
+
+function renderErrors(messages) {
+  const box = $('#errors');
+  box.hidden = !messages.length;
+  box.replaceChildren(...messages.map((m) => Object.assign(document.createElement('div'), { textContent: m })));
+}
+
+function renderPollInfo() {
+  const at = store.lastPollAt ? new Date(store.lastPollAt).toLocaleTimeString() : '—';
+  $('#poll-info').textContent = `live · every ${pollMs >= 1000 ? `${pollMs / 1000} s` : `${pollMs} ms`} · updated ${at}`;
+}
+
+store.on('run', renderPickers);
+store.on('data', renderPickers);
+store.on('error', renderErrors);
+
+window.__anisoscope = Object.freeze({
+  store,
+  views,
+  get ready() { return ready; },
+  get pollCount() { return store.pollCount; },
+  summary: () => Object.fromEntries([
+    ...Object.entries(views).map(([k, v]) => [k, v.summary()]), ['jobs', jobs.summary()],
+  ]),
+  // Viewport coordinates of a grid view's point, so that a test can hover it.
+  pointOnViewport(viewId, layer, head, index) {
+    const view = views[viewId];
+    const point = view.store.series(view.metric).get(layer, head)[index];
+    const [x, y] = view.chart.convertToPixel({ gridIndex: layer }, [point.step, point.value]);
+    const box = view.chart.getDom().getBoundingClientRect();
+    return { x: box.left + x, y: box.top + y };
+  },
+});
+
+let ready = false;
+(async () => {
+  await store.loadRuns();
+  renderPickers();
+  const wanted = params.get('run');
+  const first = store.runs.find((r) => r.name === wanted) || store.runs[0];
+  if (first) await choose(first.name, params.get('probe') || '');
+  else if (!store.errors.size) $('#empty').hidden = false;
+  ready = true;
+  document.body.dataset.ready = 'true';
+  renderPollInfo();
+  store.on('jobs', renderPollInfo);
+  const tick = async () => {
+    if (!store.run) {
+      await store.loadRuns();
+      const run = store.runs[0];
+      if (run) { $('#empty').hidden = true; await choose(run.name, ''); }
+    } else {
+      await store.poll();
+    }
+    renderPollInfo();
+    setTimeout(tick, pollMs);
+  };
+  setTimeout(tick, pollMs);
+})();

@@ -1,0 +1,188 @@
+// The dashboard's data: the chosen run and probe, every loaded metric series, the run's
+// jobs, and one polling round (poll) that extends them with since_step. Views subscribe
+// to events and read from here; nothing else calls the series endpoint.
+//   'run'   the run or probe changed (caches were reset)
+//   'data'  series changed: {metrics, newSteps}
+//   'jobs'  the run's jobs changed
+//   'error' the set of current error messages changed
+
+import { api } from './api.js';
+
+// One metric's points: key "layer:head" -> [{step, stepText, value}] in step order.
+class MetricSeries {
+  constructor(metric) {
+    this.metric = metric;
+    this.byKey = new Map();
+    this.lastStep = null;  // BigInt: the largest step loaded
+  }
+
+  merge(points) {
+    let added = 0;
+    for (const p of points) {
+      const key = `${p.layer}:${p.head}`;
+      const stepText = String(p.step);
+      const point = { step: Number(stepText), stepText, value: p.value, layer: p.layer, head: p.head };
+      let list = this.byKey.get(key);
+      if (!list) this.byKey.set(key, (list = []));
+      const at = list.findIndex((q) => q.stepText === stepText);
+      if (at >= 0) {
+        list[at] = point;
+      } else {
+        list.push(point);
+        added++;
+      }
+      const big = BigInt(stepText);
+      if (this.lastStep === null || big > this.lastStep) this.lastStep = big;
+    }
+    for (const list of this.byKey.values()) list.sort((a, b) => a.step - b.step);
+    return added;
+  }
+
+  get(layer, head) {
+    return this.byKey.get(`${layer}:${head}`) || [];
+  }
+
+  steps() {
+    const steps = new Map();
+    for (const list of this.byKey.values()) for (const p of list) steps.set(p.stepText, p.step);
+    return [...steps.entries()].sort((a, b) => a[1] - b[1]).map(([text, step]) => ({ text, step }));
+  }
+}
+
+export class Store {
+  constructor() {
+    this.runs = [];
+    this.run = null;
+    this.probeId = '';
+    this.metrics = new Map();  // metric -> MetricSeries
+    this.jobs = [];
+    this.errors = new Map();  // source -> message
+    this.listeners = new Map();
+    this.pollCount = 0;
+    this.lastPollAt = null;
+    this.generation = 0;  // bumped on every run change; stale answers are dropped
+  }
+
+  on(event, fn) {
+    if (!this.listeners.has(event)) this.listeners.set(event, []);
+    this.listeners.get(event).push(fn);
+  }
+
+  emit(event, detail) {
+    for (const fn of this.listeners.get(event) || []) {
+      try {
+        fn(detail);
+      } catch (err) {
+        console.error(err);
+        this.setError(`view:${event}`, `a view failed to draw: ${err.message}`);
+      }
+    }
+  }
+
+  setError(source, message) {
+    const had = this.errors.get(source);
+    if (message) this.errors.set(source, message);
+    else this.errors.delete(source);
+    if (had !== message) this.emit('error', [...this.errors.values()]);
+  }
+
+  // Runs the call; its failure becomes a page error under `source` instead of a throw.
+  async guard(source, fn) {
+    try {
+      const result = await fn();
+      this.setError(source, null);
+      return result;
+    } catch (err) {
+      this.setError(source, err.message);
+      return undefined;
+    }
+  }
+
+  series(metric) {
+    return this.metrics.get(metric) || new MetricSeries(metric);
+  }
+
+  async loadRuns() {
+    const runs = await this.guard('runs', () => api.runs());
+    if (runs) this.runs = runs;
+    return this.runs;
+  }
+
+  async selectRun(name, probeId) {
+    const run = this.runs.find((r) => r.name === name) || null;
+    this.generation++;
+    this.run = run;
+    const probes = run ? run.probes || [] : [];
+    this.probeId = probes.some((p) => p.id === probeId) ? probeId : probes[0] ? probes[0].id : '';
+    this.metrics = new Map();
+    this.jobs = [];
+    this.emit('run', run);
+    if (!run) return;
+    const wanted = [...this.wantedMetrics];
+    await Promise.all([this.fetchMetrics(wanted, false), this.refreshJobs()]);
+    this.lastPollAt = Date.now();
+  }
+
+  // Metrics the views need; a view adds its own before the run is selected, or calls
+  // ensureMetric later.
+  wantedMetrics = new Set();
+
+  async ensureMetric(metric) {
+    this.wantedMetrics.add(metric);
+    if (this.run && !this.metrics.has(metric)) await this.fetchMetrics([metric], false);
+  }
+
+  async fetchMetrics(metrics, incremental) {
+    const generation = this.generation;
+    const changed = [];
+    let newSteps = false;
+    await Promise.all(metrics.map(async (metric) => {
+      const cached = this.metrics.get(metric);
+      const since = incremental && cached && cached.lastStep !== null ? String(cached.lastStep) : undefined;
+      const answer = await this.guard(`series:${metric}`, () => api.series({
+        run: this.run.name, probe_id: this.probeId, metric, since_step: since,
+      }));
+      if (!answer || generation !== this.generation) return;
+      const target = since ? cached : new MetricSeries(metric);
+      const added = target.merge(answer.points || []);
+      this.metrics.set(metric, target);
+      if (!since || added > 0) changed.push(metric);
+      if (added > 0) newSteps = true;
+    }));
+    if (changed.length && generation === this.generation) this.emit('data', { metrics: changed, newSteps });
+  }
+
+  async refreshJobs() {
+    if (!this.run) return;
+    const generation = this.generation;
+    const jobs = await this.guard('jobs', () => api.jobs(this.run.name));
+    if (jobs && generation === this.generation) {
+      this.jobs = jobs;
+      this.emit('jobs', jobs);
+    }
+  }
+
+  // One polling round: the run's stored steps, then only what is new.
+  async poll() {
+    if (!this.run) return;
+    const generation = this.generation;
+    const runs = await this.guard('runs', () => api.runs());
+    if (runs && generation === this.generation) {
+      this.runs = runs;
+      const run = runs.find((r) => r.name === this.run.name);
+      // A step that appeared since the last round but is older than the newest one loaded
+      // (an out-of-order or resumed job) cannot arrive through since_step: reload whole.
+      const known = new Set((this.run.steps || []).map(String));
+      const appeared = (run ? run.steps || [] : []).map(String).filter((s) => !known.has(s));
+      if (run) this.run = run;
+      const stale = [...this.metrics.values()].filter((series) => series.lastStep !== null &&
+          appeared.some((s) => BigInt(s) < series.lastStep)).map((series) => series.metric);
+      const fresh = [...this.wantedMetrics].filter((m) => !stale.includes(m));
+      await Promise.all([
+        this.fetchMetrics(stale, false), this.fetchMetrics(fresh, true), this.refreshJobs(),
+      ]);
+    }
+    this.pollCount++;
+    this.lastPollAt = Date.now();
+  }
+}
