@@ -20,8 +20,6 @@ std::string RenderTable(const std::vector<std::string>& header,
 std::string FullPrecision(double value);
 // `%.4g`, for tables.
 std::string ShortNumber(double value);
-// A JSON string literal (quotes, backslashes and control characters escaped).
-std::string JsonString(const std::string& text);
 
 // QuerySeries as CSV: header `step,layer,head,value`, one line per point in response
 // order; `head` is empty for per-hidden-state points (head == -1).

@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/json_text.h"
 #include "server/queries.h"
 
 namespace anisoscope::server {
@@ -26,29 +27,6 @@ namespace fs = std::filesystem;
 namespace protobuf = ::google::protobuf;
 
 constexpr char kJsonType[] = "application/json; charset=utf-8";
-
-std::string JsonQuote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 void WriteError(const absl::Status& status, httplib::Response& res) {
   res.status = HttpStatusFor(status.code());

@@ -38,16 +38,10 @@ absl::StatusOr<BertConfig> BertConfig::FromCheckpoint(const Checkpoint& checkpoi
 }
 
 BertModel::BertModel(BertConfig config, at::Device device)
-    : config_(std::move(config)), device_(device) {
-  shape_.family = "bert";
-  shape_.num_layers = static_cast<int>(config_.num_layers);
-  shape_.num_heads = static_cast<int>(config_.num_heads);
-  shape_.head_dim = static_cast<int>(config_.hidden_size / config_.num_heads);
-  shape_.hidden_size = static_cast<int>(config_.hidden_size);
-  shape_.vocab_size = config_.vocab_size;
-  shape_.max_positions = config_.max_positions;
-  shape_.causal = false;
-}
+    : config_(std::move(config)),
+      shape_(MakeModelShape("bert", config_.num_layers, config_.num_heads, config_.hidden_size,
+                            config_.vocab_size, config_.max_positions, /*causal=*/false)),
+      device_(device) {}
 
 absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& checkpoint,
                                                              const at::Device& device,

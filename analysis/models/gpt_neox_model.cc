@@ -54,16 +54,10 @@ absl::StatusOr<GPTNeoXConfig> GPTNeoXConfig::FromCheckpoint(const Checkpoint& ch
 }
 
 GPTNeoXModel::GPTNeoXModel(GPTNeoXConfig config, at::Device device)
-    : config_(std::move(config)), device_(device) {
-  shape_.family = "gpt_neox";
-  shape_.num_layers = static_cast<int>(config_.num_layers);
-  shape_.num_heads = static_cast<int>(config_.num_heads);
-  shape_.head_dim = static_cast<int>(config_.hidden_size / config_.num_heads);
-  shape_.hidden_size = static_cast<int>(config_.hidden_size);
-  shape_.vocab_size = config_.vocab_size;
-  shape_.max_positions = config_.max_positions;
-  shape_.causal = true;
-}
+    : config_(std::move(config)),
+      shape_(MakeModelShape("gpt_neox", config_.num_layers, config_.num_heads, config_.hidden_size,
+                            config_.vocab_size, config_.max_positions, /*causal=*/true)),
+      device_(device) {}
 
 absl::StatusOr<std::unique_ptr<GPTNeoXModel>> GPTNeoXModel::Create(const Checkpoint& checkpoint,
                                                                    const at::Device& device,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace anisoscope::analysis {
 
@@ -17,5 +18,21 @@ struct ModelShape {
   int64_t max_positions = 0;
   bool causal = false;
 };
+
+// The shape of a model whose hidden size splits evenly into `num_heads` heads.
+inline ModelShape MakeModelShape(std::string family, int64_t num_layers, int64_t num_heads,
+                                 int64_t hidden_size, int64_t vocab_size, int64_t max_positions,
+                                 bool causal) {
+  ModelShape shape;
+  shape.family = std::move(family);
+  shape.num_layers = static_cast<int>(num_layers);
+  shape.num_heads = static_cast<int>(num_heads);
+  shape.head_dim = static_cast<int>(hidden_size / num_heads);
+  shape.hidden_size = static_cast<int>(hidden_size);
+  shape.vocab_size = vocab_size;
+  shape.max_positions = max_positions;
+  shape.causal = causal;
+  return shape;
+}
 
 }  // namespace anisoscope::analysis
