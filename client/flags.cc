@@ -49,6 +49,10 @@ absl::Status CheckValue(const FlagSpec& flag, const std::string& value) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag.name, ": must be at least ", flag.min_value, ", got ", number));
     }
+    if (number > flag.max_value) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag.name, ": must be at most ", flag.max_value, ", got ", number));
+    }
   }
   if (value.empty() && flag.kind != FlagKind::kBool) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag.name, ": value is empty"));
@@ -66,10 +70,12 @@ FlagSpec StringFlag(std::string name, std::string value_name, std::string help) 
   return flag;
 }
 
-FlagSpec IntFlag(std::string name, std::string value_name, std::string help, int64_t min_value) {
+FlagSpec IntFlag(std::string name, std::string value_name, std::string help, int64_t min_value,
+                 int64_t max_value) {
   FlagSpec flag = StringFlag(std::move(name), std::move(value_name), std::move(help));
   flag.kind = FlagKind::kInt;
   flag.min_value = min_value;
+  flag.max_value = max_value;
   return flag;
 }
 

@@ -18,7 +18,7 @@ namespace anisoscope::client {
 
 enum class FlagKind {
   kString,    // --name value
-  kInt,       // --name N, checked to be an integer >= min_value
+  kInt,       // --name N, checked to be an integer in [min_value, max_value]
   kBool,      // --name (takes no value)
   kRepeated,  // --name value, may be given several times
 };
@@ -30,6 +30,7 @@ struct FlagSpec {
   std::string help;                  // one line
   std::vector<std::string> choices;  // when non-empty, the only accepted values
   int64_t min_value = INT64_MIN;     // for kInt
+  int64_t max_value = INT64_MAX;     // for kInt
 };
 
 struct PositionalSpec {
@@ -49,7 +50,7 @@ struct CommandSpec {
 // Factories for the flag kinds, so that specs read as one line per flag.
 FlagSpec StringFlag(std::string name, std::string value_name, std::string help);
 FlagSpec IntFlag(std::string name, std::string value_name, std::string help,
-                 int64_t min_value = INT64_MIN);
+                 int64_t min_value = INT64_MIN, int64_t max_value = INT64_MAX);
 FlagSpec BoolFlag(std::string name, std::string help);
 FlagSpec RepeatedFlag(std::string name, std::string value_name, std::string help);
 FlagSpec ChoiceFlag(std::string name, std::vector<std::string> choices, std::string help);

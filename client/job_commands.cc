@@ -242,7 +242,7 @@ std::vector<Command> JobCommands() {
   jobs.name = "jobs";
   jobs.synopsis = "[--limit N]";
   jobs.summary = "list recent jobs";
-  jobs.flags = {IntFlag("limit", "N", "show at most N jobs (default 20)", 1)};
+  jobs.flags = {IntFlag("limit", "N", "show at most N jobs (default 20)", 1, INT32_MAX)};
 
   CommandSpec cancel;
   cancel.name = "cancel";

@@ -143,15 +143,15 @@ std::vector<Command> QueryCommands() {
   query.flags = {
       StringFlag("run", "NAME", "the run (see 'runs')"),
       StringFlag("metric", "M", "the metric (listed below)"),
-      IntFlag("layer", "L", "only layer L (default: all)", 0),
-      IntFlag("head", "H", "only head H (default: all)", 0),
+      IntFlag("layer", "L", "only layer L (default: all)", 0, INT32_MAX),
+      IntFlag("head", "H", "only head H (default: all)", 0, INT32_MAX),
   };
   for (FlagSpec& flag : StepRangeFlags()) query.flags.push_back(std::move(flag));
   query.flags.push_back(IntFlag("since-step", "S", "only steps > S (incremental polling)"));
   query.flags.push_back(IntFlag("max-points", "N",
                                 "at most about N points per layer/head, keeping each bucket's\n"
                                 "min and max and the first and last points (default 0: all)",
-                                0));
+                                0, INT32_MAX));
   query.flags.push_back(StringFlag("probe", "ID", "the probe (default: the run's only one)"));
   query.flags.push_back(
       ChoiceFlag("format", {"table", "csv", "json"},
@@ -174,8 +174,8 @@ std::vector<Command> QueryCommands() {
       ChoiceFlag("kind", {"q_mean", "k_mean", "q_mean_pre_rotary", "k_mean_pre_rotary"},
                  "mean query or mean key vector; *_pre_rotary: before the rotary embedding\n"
                  "(rotary models such as gpt_neox only)"),
-      IntFlag("layer", "L", "the layer", 0),
-      IntFlag("head", "H", "the head", 0),
+      IntFlag("layer", "L", "the layer", 0, INT32_MAX),
+      IntFlag("head", "H", "the head", 0, INT32_MAX),
       StringFlag("probe", "ID", "the probe (default: the run's only one)"),
   };
   for (FlagSpec& flag : StepRangeFlags()) vectors.flags.push_back(std::move(flag));
@@ -189,8 +189,8 @@ std::vector<Command> QueryCommands() {
   trajectory.summary = "print one head's Q/K mean trajectory projected on its top 2 directions";
   trajectory.flags = {
       StringFlag("run", "NAME", "the run (see 'runs')"),
-      IntFlag("layer", "L", "the layer", 0),
-      IntFlag("head", "H", "the head", 0),
+      IntFlag("layer", "L", "the layer", 0, INT32_MAX),
+      IntFlag("head", "H", "the head", 0, INT32_MAX),
       StringFlag("probe", "ID", "the probe (default: the run's only one)"),
       ChoiceFlag("format", {"table", "csv", "json"},
                  "table (default): step, q_x, q_y, k_x, k_y to 4 significant digits;\n"

@@ -39,6 +39,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
   const size_t threads = static_cast<size_t>(options.threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_tcp_nodelay(true);
+  // One request per connection: httplib serves a connection on one pool thread until it
+  // closes, so a browser's idle keep-alive connections (up to six) would hold the threads,
+  // stall every other request and keep Stop waiting for their 5 s idle timeout.
+  http.set_keep_alive_max_count(1);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server
   // share a busy port instead of failing.
   http.set_socket_options([](socket_t sock) {

@@ -1,6 +1,5 @@
 #include "analysis/models/model_layers.h"
 
-#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -38,7 +37,9 @@ absl::StatusOr<LinearWeights> LoadConv1D(const WeightLookup& weights, const std:
                                          int64_t in, int64_t out) {
   LinearWeights result;
   ASSIGN_OR_RETURN(const at::Tensor input_major, weights.Get(name + ".weight", {in, out}));
-  result.weight = input_major.t().contiguous();
+  // A transposed view, not a copy: at::linear multiplies by weight.t(), which is the stored
+  // input-major matrix itself, so the weights are used in place.
+  result.weight = input_major.t();
   ASSIGN_OR_RETURN(result.bias, weights.Get(name + ".bias", {out}));
   return result;
 }
@@ -61,14 +62,11 @@ at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double e
 
 at::Tensor Activate(const at::Tensor& x, Activation activation) {
   switch (activation) {
-    case Activation::kGeluNew: {
-      const double k = std::sqrt(2.0 / M_PI);
-      return 0.5 * x * (1.0 + at::tanh(k * (x + 0.044715 * at::pow(x, 3.0))));
-    }
-    case Activation::kGeluFast:
-      return 0.5 * x * (1.0 + at::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
+    case Activation::kGeluNew:  // HF's 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), fused
     case Activation::kGeluPytorchTanh:
       return at::gelu(x, "tanh");
+    case Activation::kGeluFast:
+      return 0.5 * x * (1.0 + at::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
     case Activation::kRelu:
       return at::relu(x);
     case Activation::kSilu:

@@ -59,9 +59,16 @@ struct SampleFraming {
 SampleFraming BertFraming(const WordPieceTokenizer& tokenizer);
 
 // Tokenizes `file` with `tokenizer`; every sample is prefix + body + suffix of `framing`,
-// at most seq_len tokens. kWindows: consecutive windows of the token stream of the whole
-// file (the last may be shorter). kLines: one sample per non-empty line, truncated.
-// seq_len must leave room for the framing and one token.
+// body at most seq_len - framing.size() tokens (seq_len must leave room for the framing and
+// one token); the first `max_samples` samples are kept.
+// kWindows: tokenizer.Encode of the file's whole text as Python's open(file).read() gives it
+// ("\r\n" and a lone "\r" read as "\n"; blank lines and whitespace kept, so byte-level BPE
+// keeps its newline tokens), cut into consecutive bodies of seq_len - framing.size() ids, the
+// last possibly shorter: the ids of tokenizer(open(f).read())["input_ids"] in Hugging Face,
+// windowed. Only a prefix of a big file is read and encoded (text_stream.h). For WordPiece
+// this equals encoding the file line by line, as probes did before.
+// kLines: one sample per line that has tokens, each line encoded alone without its "\n" or
+// "\r\n", truncated.
 absl::StatusOr<Probe> BuildTextProbe(const std::filesystem::path& file, const Tokenizer& tokenizer,
                                      const SampleFraming& framing, TextMode mode,
                                      int64_t max_samples, int64_t seq_len);

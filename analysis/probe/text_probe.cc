@@ -1,6 +1,7 @@
 // Text probes: a text file tokenized into framed windows or lines.
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -9,13 +10,14 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/probe/probe.h"
 #include "analysis/probe/probe_file.h"
+#include "analysis/probe/text_stream.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
 namespace {
 
 // Next line of `in` without its "\n" or "\r\n" (wikitext-2 has CRLF line ends, and a
-// byte-level BPE would otherwise encode the "\r").
+// byte-level BPE would otherwise encode the "\r"); for kLines.
 bool NextLine(std::ifstream& in, std::string* line) {
   if (!std::getline(in, *line)) return false;
   if (!line->empty() && line->back() == '\r') line->pop_back();
@@ -33,26 +35,16 @@ std::vector<int64_t> Wrap(const SampleFraming& framing, const std::vector<int64_
   return sample;
 }
 
-// Consecutive windows of the file's token stream; reads only as many lines as it needs.
+// Consecutive windows of `body` ids of the whole text's token stream (text_stream.h).
 std::vector<std::vector<int64_t>> MakeWindows(std::ifstream& in, const Tokenizer& tokenizer,
                                               const SampleFraming& framing, size_t max_samples,
                                               size_t body) {
+  const size_t max = std::numeric_limits<size_t>::max();
+  const size_t count = max_samples > max / body ? max : max_samples * body;
+  const std::vector<int64_t> ids = internal::EncodeLeadingIds(in, tokenizer, count);
   std::vector<std::vector<int64_t>> samples;
-  std::vector<int64_t> pending;
-  std::string line;
-  while (samples.size() < max_samples && NextLine(in, &line)) {
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    const std::vector<int64_t> ids = tokenizer.Encode(line);
-    pending.insert(pending.end(), ids.begin(), ids.end());
-    size_t used = 0;
-    while (pending.size() - used >= body && samples.size() < max_samples) {
-      samples.push_back(Wrap(framing, pending, used, body));
-      used += body;
-    }
-    pending.erase(pending.begin(), pending.begin() + used);
-  }
-  if (samples.size() < max_samples && !pending.empty()) {
-    samples.push_back(Wrap(framing, pending, 0, pending.size()));
+  for (size_t begin = 0; begin < ids.size(); begin += body) {
+    samples.push_back(Wrap(framing, ids, begin, std::min(body, ids.size() - begin)));
   }
   return samples;
 }

@@ -12,7 +12,7 @@ CommandSpec TestSpec() {
   spec.summary = "a demo command";
   spec.flags = {StringFlag("run", "NAME", "the run"),
                 RepeatedFlag("checkpoint", "STEP=PATH", "one checkpoint"),
-                IntFlag("samples", "N", "samples", 1),
+                IntFlag("samples", "N", "samples", 1, 1000),
                 IntFlag("from-step", "A", "first step"),
                 BoolFlag("force", "recompute"),
                 ChoiceFlag("format", {"table", "csv"}, "output format")};
@@ -70,6 +70,8 @@ TEST(FlagsTest, BadNumberNamesTheFlag) {
   EXPECT_EQ(ErrorOf(TestSpec(), {"--samples", "ten"}), "--samples: expected an integer, got 'ten'");
   EXPECT_EQ(ErrorOf(TestSpec(), {"--samples=1.5"}), "--samples: expected an integer, got '1.5'");
   EXPECT_EQ(ErrorOf(TestSpec(), {"--samples", "0"}), "--samples: must be at least 1, got 0");
+  EXPECT_EQ(ErrorOf(TestSpec(), {"--samples", "4294967297"}),
+            "--samples: must be at most 1000, got 4294967297");
   EXPECT_EQ(ErrorOf(TestSpec(), {"--samples", "99999999999999999999"}),
             "--samples: expected an integer, got '99999999999999999999'");
 }

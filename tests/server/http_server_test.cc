@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -293,6 +294,29 @@ TEST_F(HttpServerTest, MissingWebDirAnswers503ButTheApiWorks) {
   EXPECT_EQ(res->status, 503);
   EXPECT_NE(res->body.find("scripts/setup.sh"), std::string::npos) << res->body;
   EXPECT_EQ(GetJson("/api/v1/runs")["runs"], json::array());
+}
+
+// A browser keeps up to six idle connections open; httplib serves each connection on one
+// pool thread until it closes, so idle keep-alive connections must not hold the threads.
+TEST_F(HttpServerTest, IdleBrowserConnectionsNeitherStarveRequestsNorDelayShutdown) {
+  std::vector<std::unique_ptr<httplib::Client>> idle;
+  for (int i = 0; i < 6; ++i) {
+    idle.push_back(std::make_unique<httplib::Client>(server_->http_address()));
+    idle.back()->set_keep_alive(true);
+    idle.back()->set_read_timeout(10, 0);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& client : idle) {
+    httplib::Result res = client->Get("/api/v1/runs");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+  }
+  httplib::Result fresh = Get("/api/v1/runs");
+  ASSERT_TRUE(fresh);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  const auto stop = std::chrono::steady_clock::now();
+  server_->Shutdown(absl::Seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, std::chrono::seconds(3));
 }
 
 TEST(HttpServerCreateTest, BadOrBusyAddressesAreRefused) {

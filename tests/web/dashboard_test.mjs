@@ -97,10 +97,11 @@ function cli(grpc, args) {
   });
 }
 
-function submit(grpc, steps) {
+// Stores `steps`; `from` maps a step to the checkpoint step whose weights it gets.
+function submit(grpc, steps, { from = (s) => s, force = false } = {}) {
   return cli(grpc, ['submit', '--run', RUN,
-    ...steps.flatMap((s) => ['--checkpoint', `${s}=${checkpoint(s)}`]),
-    '--probe-tokens', path.join(fixture, 'probe.jsonl'), '--wait']);
+    ...steps.flatMap((s) => ['--checkpoint', `${s}=${checkpoint(from(s))}`]),
+    '--probe-tokens', path.join(fixture, 'probe.jsonl'), ...(force ? ['--force'] : []), '--wait']);
 }
 
 async function apiSeries(url, metric) {
@@ -239,6 +240,24 @@ async function main() {
     .waitFor({ timeout: 5000 }).catch(() => { throw new Error('the jobs line does not show the finished 1/1-step job'); });
   log('polling picked up step 400 without a reload');
   await screenshots(page, '_after_poll');
+
+  // --force rewrites step 100 in place (with step 250's weights): no new step appears, so
+  // since_step alone would never show the new values.
+  await submit(grpc, [100], { from: () => 250, force: true });
+  const rewritten = (await apiSeries(url, 'qk_mean_cosine')).find((p) => p.layer === 0 && p.head === 0 && p.step === '100');
+  await page.waitForFunction((want) => {
+    const point = window.__anisoscope.store.series('qk_mean_cosine').get(0, 0).find((p) => p.stepText === '100');
+    return point && point.value === want;
+  }, rewritten.value, { timeout: 10000, polling: 100 }).catch(() => {
+    throw new Error(`the page still shows the old step 100 after a --force job rewrote it (want ${rewritten.value})`);
+  });
+  log('polling picked up the values of a step rewritten by a --force job');
+
+  const steps = await page.evaluate(async () => {
+    const { shortStep } = await import('./js/format.js');
+    return [20000, 143000, 999999, 1000000, 1500000].map(shortStep);
+  });
+  check(steps.join(' ') === '20k 143k 1M 1M 1.5M', `readable steps: ${steps.join(' ')}`);
   check(!problems.length, `the page logged errors:\n${problems.join('\n')}`);
   log(`PASS (screenshots in ${SHOTS})`);
 }

@@ -2,14 +2,22 @@
 // tooltips and CSV, and the metric names as people read them.
 
 // "20k", "1.5M", "250": for axis labels. Exact steps go through exactStep.
+const STEP_UNITS = [[1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+
 export function shortStep(step) {
   const n = Number(step);
-  const abs = Math.abs(n);
-  const trim = (x) => String(Number(x.toFixed(2)));
-  if (abs >= 1e9) return `${trim(n / 1e9)}G`;
-  if (abs >= 1e6) return `${trim(n / 1e6)}M`;
-  if (abs >= 1e3) return `${trim(n / 1e3)}k`;
-  return trim(n);
+  const round = (x) => Math.round(x * 100) / 100;
+  for (let i = 0; i < STEP_UNITS.length; i++) {
+    const [scale, unit] = STEP_UNITS[i];
+    if (Math.abs(n) < scale) continue;
+    // 999,999 would read "1000k": say "1M".
+    if (i > 0 && Math.abs(round(n / scale)) >= 1000) {
+      const [up, upUnit] = STEP_UNITS[i - 1];
+      return `${round(n / up)}${upUnit}`;
+    }
+    return `${round(n / scale)}${unit}`;
+  }
+  return String(round(n));
 }
 
 // The step as an integer with thousands separators: "1,500,000".

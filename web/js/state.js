@@ -18,23 +18,24 @@ class MetricSeries {
 
   merge(points) {
     let added = 0;
+    const touched = new Map();  // key -> Map stepText -> point, for the keys in `points`
     for (const p of points) {
       const key = `${p.layer}:${p.head}`;
       const stepText = String(p.step);
       const point = { step: Number(stepText), stepText, value: p.value, layer: p.layer, head: p.head };
-      let list = this.byKey.get(key);
-      if (!list) this.byKey.set(key, (list = []));
-      const at = list.findIndex((q) => q.stepText === stepText);
-      if (at >= 0) {
-        list[at] = point;
-      } else {
-        list.push(point);
-        added++;
+      let bySteps = touched.get(key);
+      if (!bySteps) {
+        bySteps = new Map((this.byKey.get(key) || []).map((q) => [q.stepText, q]));
+        touched.set(key, bySteps);
       }
+      if (!bySteps.has(stepText)) added++;
+      bySteps.set(stepText, point);
       const big = BigInt(stepText);
       if (this.lastStep === null || big > this.lastStep) this.lastStep = big;
     }
-    for (const list of this.byKey.values()) list.sort((a, b) => a.step - b.step);
+    for (const [key, bySteps] of touched) {
+      this.byKey.set(key, [...bySteps.values()].sort((a, b) => a.step - b.step));
+    }
     return added;
   }
 
@@ -61,6 +62,7 @@ export class Store {
     this.pollCount = 0;
     this.lastPollAt = null;
     this.generation = 0;  // bumped on every run change; stale answers are dropped
+    this.rewritten = new Set();  // "job:step" of steps a --force job has rewritten
   }
 
   on(event, fn) {
@@ -116,10 +118,12 @@ export class Store {
     this.probeId = probes.some((p) => p.id === probeId) ? probeId : probes[0] ? probes[0].id : '';
     this.metrics = new Map();
     this.jobs = [];
+    this.rewritten = new Set();
     this.emit('run', run);
     if (!run) return;
-    const wanted = [...this.wantedMetrics];
-    await Promise.all([this.fetchMetrics(wanted, false), this.refreshJobs()]);
+    // Jobs first: a step rewritten after this snapshot is then seen as new by poll().
+    this.newlyRewritten(await this.refreshJobs());
+    await this.fetchMetrics([...this.wantedMetrics], false);
     this.lastPollAt = Date.now();
   }
 
@@ -153,34 +157,53 @@ export class Store {
   }
 
   async refreshJobs() {
-    if (!this.run) return;
+    if (!this.run) return undefined;
     const generation = this.generation;
     const jobs = await this.guard('jobs', () => api.jobs(this.run.name));
-    if (jobs && generation === this.generation) {
-      this.jobs = jobs;
-      this.emit('jobs', jobs);
+    if (!jobs || generation !== this.generation) return undefined;
+    this.jobs = jobs;
+    this.emit('jobs', jobs);
+    return jobs;
+  }
+
+  // The steps that --force jobs of `jobs` finished rewriting since the last call: their
+  // values changed in place, which since_step cannot see.
+  newlyRewritten(jobs) {
+    const steps = [];
+    for (const job of jobs || []) {
+      if (!job.force) continue;
+      for (const c of job.checkpoints || []) {
+        if (c.state !== 'STEP_STATE_DONE' || (c.probeId && c.probeId !== this.probeId)) continue;
+        const key = `${job.id}:${c.step}`;
+        if (this.rewritten.has(key)) continue;
+        this.rewritten.add(key);
+        steps.push(BigInt(String(c.step)));
+      }
     }
+    return steps;
   }
 
   // One polling round: the run's stored steps, then only what is new.
   async poll() {
     if (!this.run) return;
     const generation = this.generation;
-    const runs = await this.guard('runs', () => api.runs());
+    const [runs, jobs] = await Promise.all([this.guard('runs', () => api.runs()), this.refreshJobs()]);
     if (runs && generation === this.generation) {
       this.runs = runs;
       const run = runs.find((r) => r.name === this.run.name);
       // A step that appeared since the last round but is older than the newest one loaded
-      // (an out-of-order or resumed job) cannot arrive through since_step: reload whole.
+      // (an out-of-order or resumed job), or one a --force job rewrote, cannot arrive
+      // through since_step: reload whole.
       const known = new Set((this.run.steps || []).map(String));
-      const appeared = (run ? run.steps || [] : []).map(String).filter((s) => !known.has(s));
+      const appeared = (run ? run.steps || [] : []).map(String).filter((s) => !known.has(s))
+        .map((s) => BigInt(s));
       if (run) this.run = run;
+      const rewritten = this.newlyRewritten(jobs);
       const stale = [...this.metrics.values()].filter((series) => series.lastStep !== null &&
-          appeared.some((s) => BigInt(s) < series.lastStep)).map((series) => series.metric);
+          (appeared.some((s) => s < series.lastStep) || rewritten.some((s) => s <= series.lastStep)))
+        .map((series) => series.metric);
       const fresh = [...this.wantedMetrics].filter((m) => !stale.includes(m));
-      await Promise.all([
-        this.fetchMetrics(stale, false), this.fetchMetrics(fresh, true), this.refreshJobs(),
-      ]);
+      await Promise.all([this.fetchMetrics(stale, false), this.fetchMetrics(fresh, true)]);
     }
     this.pollCount++;
     this.lastPollAt = Date.now();

@@ -122,9 +122,10 @@ TEST_F(CheckpointTokenizerTest, PythiaTextProbeWindowsCarryNoSpecialTokens) {
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 4u);
   for (const auto& sample : probe->samples) EXPECT_EQ(sample.size(), 16u);
-  // The first two lines' transformers.js ids, back to back.
-  EXPECT_EQ(probe->samples[0], (Ids{426, 6911, 378, 3941, 350, 426, 209, 6911, 378, 3941, 350, 310,
-                                    271, 4383, 3085, 1157}));
+  // The whole text's first transformers.js ids (testdata/wikitext_windows_golden.json),
+  // newline tokens included.
+  EXPECT_EQ(probe->samples[0], (Ids{535, 426, 6911, 378, 3941, 350, 426, 209, 8863, 6911, 378, 3941,
+                                    350, 310, 271, 4383}));
 }
 
 TEST_F(CheckpointTokenizerTest, NoTokenizerFilesIsNotFoundNamingDirAndFiles) {

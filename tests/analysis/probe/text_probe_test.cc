@@ -1,6 +1,7 @@
 // BuildTextProbe: windows and lines from small temp files, and from wikitext-2.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -174,10 +175,66 @@ class WordLengthTokenizer : public Tokenizer {
   int64_t vocab_size() const override { return 100; }
 };
 
+// A fake byte-level tokenizer: one id per byte; remembers the longest text it encoded.
+class ByteTokenizer : public Tokenizer {
+ public:
+  std::vector<int64_t> Encode(std::string_view text) const override {
+    longest_ = std::max(longest_, text.size());
+    return std::vector<int64_t>(text.begin(), text.end());
+  }
+  int64_t vocab_size() const override { return 256; }
+  size_t longest() const { return longest_; }
+
+ private:
+  mutable size_t longest_ = 0;
+};
+
+std::vector<int64_t> Bytes(std::string_view text) { return {text.begin(), text.end()}; }
+
 class UnframedTextProbeTest : public TextProbeTest {
  protected:
   WordLengthTokenizer bpe_;
+  ByteTokenizer bytes_;
 };
+
+TEST_F(UnframedTextProbeTest, WindowsEncodeTheWholeTextWithUniversalNewlines) {
+  // Blank and whitespace lines stay; "\r\n" and a lone "\r" are read as "\n".
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(" a\r\n\r\n  \r\nb\rc\r"), bytes_,
+                                               SampleFraming{}, TextMode::kWindows, 128, 4);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{Bytes(" a\n\n"), Bytes("  \nb"), Bytes("\nc\n")}));
+}
+
+TEST_F(UnframedTextProbeTest, LinesModeStillDropsNewlinesAndBlankLines) {
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(" a\r\n\r\n  \r\nbc\n"), bytes_,
+                                               SampleFraming{}, TextMode::kLines, 128, 4);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{Bytes(" a"), Bytes("bc")}));
+}
+
+TEST_F(UnframedTextProbeTest, WindowsReadOnlyAPrefixOfABigFile) {
+  std::string text;
+  while (text.size() < (size_t{8} << 20)) text += "word " + std::to_string(text.size()) + "\n";
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(text), bytes_, SampleFraming{}, TextMode::kWindows, 2, 100);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{Bytes(text.substr(0, 100)), Bytes(text.substr(100, 100))}));
+  // The first prefix: 1 MiB, up to the end of a line.
+  EXPECT_LE(bytes_.longest(), (size_t{1} << 20) + 16);
+}
+
+TEST_F(UnframedTextProbeTest, WindowsGrowThePrefixUntilTheyHaveEnoughIds) {
+  // About 36 bytes per id: the prefixes of 1 MiB and 2 MiB hold too few of the 60000 ids
+  // needed, 4 MiB enough, and the file (7 MB) is not read to its end.
+  std::string text;
+  for (int i = 0; i < 200000; ++i) text += std::string(30 + i % 10, 'x') + (i % 7 ? " " : "\n");
+  const std::vector<int64_t> all = bpe_.Encode(text);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(text), bpe_, SampleFraming{}, TextMode::kWindows, 60, 1000);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  ASSERT_EQ(probe->samples.size(), 60u);
+  EXPECT_EQ(probe->samples.back(), std::vector<int64_t>(all.begin() + 59000, all.begin() + 60000));
+}
 
 TEST_F(UnframedTextProbeTest, WindowsWithoutSpecialTokensHoldSeqLenTokens) {
   absl::StatusOr<Probe> probe = BuildTextProbe(Write("a bb ccc\n\ndddd eeeee\n"), bpe_,

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Writes a causal checkpoint of a real suite's size with random weights and HF names, and a
+token probe (16 x 128 by default), for bench/extract_bench:
+  --family gpt_neox: Pythia-160m's shape (12 layers x 12 heads, d=768, vocab 50304, rotary
+                     on a quarter of each head, parallel residual), float16 pytorch_model.bin
+                     as Pythia ships it;
+  --family gpt2:     GPT-2 small's shape (12 x 12, d=768, vocab 50257), float32 with the
+                     CRFM Mistral attention options, no lm_head (tied).
+usage: make_causal_base.py OUT_DIR --family gpt_neox|gpt2 [--format bin|safetensors]
+                           [--probe-samples N] [--probe-length L]"""
+import argparse
+import json
+import os
+import random
+import sys
+from collections import OrderedDict
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "fixtures"))
+import hf_io  # noqa: E402
+
+D, INNER, LAYERS, HEADS = 768, 3072, 12, 12
+
+
+def linear(state, name, out_features, in_features, dtype):
+    state[name + ".weight"] = (torch.randn(out_features, in_features) * 0.02).to(dtype)
+    state[name + ".bias"] = (torch.randn(out_features) * 0.02).to(dtype)
+
+
+def norm(state, name, dtype):
+    state[name + ".weight"] = torch.ones(D, dtype=dtype)
+    state[name + ".bias"] = torch.zeros(D, dtype=dtype)
+
+
+def pythia_160m():
+    cfg = {"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"],
+           "vocab_size": 50304, "hidden_size": D, "num_hidden_layers": LAYERS,
+           "num_attention_heads": HEADS, "intermediate_size": INNER,
+           "max_position_embeddings": 2048, "rotary_pct": 0.25, "rotary_emb_base": 10000,
+           "use_parallel_residual": True, "hidden_act": "gelu", "layer_norm_eps": 1e-5,
+           "torch_dtype": "float16"}
+    dtype, state = torch.float16, OrderedDict()
+    state["gpt_neox.embed_in.weight"] = (torch.randn(cfg["vocab_size"], D) * 0.02).to(dtype)
+    for layer in range(LAYERS):
+        p = f"gpt_neox.layers.{layer}."
+        norm(state, p + "input_layernorm", dtype)
+        norm(state, p + "post_attention_layernorm", dtype)
+        linear(state, p + "attention.query_key_value", 3 * D, D, dtype)
+        linear(state, p + "attention.dense", D, D, dtype)
+        linear(state, p + "mlp.dense_h_to_4h", INNER, D, dtype)
+        linear(state, p + "mlp.dense_4h_to_h", D, INNER, dtype)
+    norm(state, "gpt_neox.final_layer_norm", dtype)
+    state["embed_out.weight"] = (torch.randn(cfg["vocab_size"], D) * 0.02).to(dtype)
+    return cfg, state
+
+
+def gpt2_small():
+    cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50257,
+           "n_embd": D, "n_layer": LAYERS, "n_head": HEADS, "n_positions": 1024,
+           "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+           "scale_attn_by_inverse_layer_idx": True, "reorder_and_upcast_attn": True}
+    dtype, state = torch.float32, OrderedDict()
+    state["transformer.wte.weight"] = torch.randn(cfg["vocab_size"], D) * 0.02
+    state["transformer.wpe.weight"] = torch.randn(cfg["n_positions"], D) * 0.01
+    for layer in range(LAYERS):
+        p = f"transformer.h.{layer}."
+        norm(state, p + "ln_1", dtype)
+        norm(state, p + "ln_2", dtype)
+        # Conv1D weights are input-major: [in, out].
+        for name, (fan_in, fan_out) in {"attn.c_attn": (D, 3 * D), "attn.c_proj": (D, D),
+                                        "mlp.c_fc": (D, INNER), "mlp.c_proj": (INNER, D)}.items():
+            state[p + name + ".weight"] = torch.randn(fan_in, fan_out) * 0.02
+            state[p + name + ".bias"] = torch.randn(fan_out) * 0.02
+    norm(state, "transformer.ln_f", dtype)
+    return cfg, state
+
+
+parser = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("out")
+parser.add_argument("--family", required=True, choices=["gpt_neox", "gpt2"])
+parser.add_argument("--format", default="bin", choices=["bin", "safetensors"])
+parser.add_argument("--probe-samples", type=int, default=16)
+parser.add_argument("--probe-length", type=int, default=128)
+args = parser.parse_args()
+torch.manual_seed(0)
+cfg, state = pythia_160m() if args.family == "gpt_neox" else gpt2_small()
+os.makedirs(args.out, exist_ok=True)
+with open(os.path.join(args.out, "config.json"), "w") as f:
+    json.dump(cfg, f, indent=2)
+if args.format == "safetensors":
+    hf_io.write_safetensors(os.path.join(args.out, "model.safetensors"), state)
+else:
+    torch.save(state, os.path.join(args.out, "pytorch_model.bin"))
+rng = random.Random(0)
+with open(os.path.join(args.out, "probe.jsonl"), "w") as f:
+    for _ in range(args.probe_samples):
+        f.write(json.dumps([rng.randrange(0, 50000) for _ in range(args.probe_length)]) + "\n")
+print(f"{args.family} checkpoint ({'Pythia-160m' if args.family == 'gpt_neox' else 'GPT-2 small'}"
+      f"-sized) written to {args.out}")
