@@ -1,13 +1,15 @@
 #!/usr/bin/python3
-"""Writes a causal checkpoint of a real suite's size with random weights and HF names, and a
-token probe (16 x 128 by default), for bench/extract_bench:
-  --family gpt_neox: Pythia-160m's shape (12 layers x 12 heads, d=768, vocab 50304, rotary
-                     on a quarter of each head, parallel residual), float16 pytorch_model.bin
-                     as Pythia ships it;
+"""Writes a checkpoint of a real suite's size with random weights and Hugging Face names,
+and a token probe (16 x 128 by default), for bench/extract_bench:
+  --family bert:     BERT-base (12 layers x 12 heads, d=768, vocab 30522), float32;
+                     the probe is [CLS] ... [SEP]; default format safetensors;
+  --family gpt_neox: Pythia-160m's shape (12 x 12, d=768, vocab 50304, rotary on a quarter
+                     of each head, parallel residual), float16 as Pythia ships it;
   --family gpt2:     GPT-2 small's shape (12 x 12, d=768, vocab 50257), float32 with the
                      CRFM Mistral attention options, no lm_head (tied).
-usage: make_causal_base.py OUT_DIR --family gpt_neox|gpt2 [--format bin|safetensors]
-                           [--probe-samples N] [--probe-length L]"""
+usage: make_bench_checkpoint.py OUT_DIR [--family bert|gpt_neox|gpt2]
+                                [--format safetensors|bin] [--probe-samples N]
+                                [--probe-length L]"""
 import argparse
 import json
 import os
@@ -32,6 +34,28 @@ def linear(state, name, out_features, in_features, dtype):
 def norm(state, name, dtype):
     state[name + ".weight"] = torch.ones(D, dtype=dtype)
     state[name + ".bias"] = torch.zeros(D, dtype=dtype)
+
+
+def bert_base():
+    cfg = {"model_type": "bert", "architectures": ["BertForMaskedLM"], "vocab_size": 30522,
+           "hidden_size": D, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
+           "intermediate_size": INNER, "max_position_embeddings": 512, "type_vocab_size": 2,
+           "layer_norm_eps": 1e-12, "hidden_act": "gelu"}
+    dtype, state = torch.float32, OrderedDict()
+    state["bert.embeddings.word_embeddings.weight"] = torch.randn(cfg["vocab_size"], D) * 0.02
+    state["bert.embeddings.position_embeddings.weight"] = torch.randn(512, D) * 0.02
+    state["bert.embeddings.token_type_embeddings.weight"] = torch.randn(2, D) * 0.02
+    norm(state, "bert.embeddings.LayerNorm", dtype)
+    for layer in range(LAYERS):
+        p = f"bert.encoder.layer.{layer}."
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value",
+                     "attention.output.dense"):
+            linear(state, p + name, D, D, dtype)
+        linear(state, p + "intermediate.dense", INNER, D, dtype)
+        linear(state, p + "output.dense", D, INNER, dtype)
+        norm(state, p + "attention.output.LayerNorm", dtype)
+        norm(state, p + "output.LayerNorm", dtype)
+    return cfg, state
 
 
 def pythia_160m():
@@ -77,26 +101,35 @@ def gpt2_small():
     return cfg, state
 
 
+FAMILIES = {"bert": (bert_base, "BERT-base"), "gpt_neox": (pythia_160m, "Pythia-160m"),
+            "gpt2": (gpt2_small, "GPT-2 small")}
+
 parser = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("out")
-parser.add_argument("--family", required=True, choices=["gpt_neox", "gpt2"])
-parser.add_argument("--format", default="bin", choices=["bin", "safetensors"])
+parser.add_argument("--family", default="bert", choices=sorted(FAMILIES))
+parser.add_argument("--format", choices=["safetensors", "bin"],
+                    help="default: safetensors for bert, bin (as the suites ship) otherwise")
 parser.add_argument("--probe-samples", type=int, default=16)
-parser.add_argument("--probe-length", type=int, default=128)
+parser.add_argument("--probe-length", type=int, default=128,
+                    help="tokens per sample, at most the model's maximum (512 for bert)")
 args = parser.parse_args()
 torch.manual_seed(0)
-cfg, state = pythia_160m() if args.family == "gpt_neox" else gpt2_small()
+make, label = FAMILIES[args.family]
+cfg, state = make()
 os.makedirs(args.out, exist_ok=True)
 with open(os.path.join(args.out, "config.json"), "w") as f:
     json.dump(cfg, f, indent=2)
-if args.format == "safetensors":
+if (args.format or ("safetensors" if args.family == "bert" else "bin")) == "safetensors":
     hf_io.write_safetensors(os.path.join(args.out, "model.safetensors"), state)
 else:
     torch.save(state, os.path.join(args.out, "pytorch_model.bin"))
 rng = random.Random(0)
 with open(os.path.join(args.out, "probe.jsonl"), "w") as f:
     for _ in range(args.probe_samples):
-        f.write(json.dumps([rng.randrange(0, 50000) for _ in range(args.probe_length)]) + "\n")
-print(f"{args.family} checkpoint ({'Pythia-160m' if args.family == 'gpt_neox' else 'GPT-2 small'}"
-      f"-sized) written to {args.out}")
+        if args.family == "bert":  # [CLS] ... [SEP]
+            sample = [101] + [rng.randrange(1000, 30000) for _ in range(args.probe_length - 2)] + [102]
+        else:
+            sample = [rng.randrange(0, 50000) for _ in range(args.probe_length)]
+        f.write(json.dumps(sample) + "\n")
+print(f"{label}-sized {args.family} checkpoint written to {args.out}")
