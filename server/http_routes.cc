@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <type_traits>
@@ -106,8 +107,7 @@ std::string ErrorJson(const absl::Status& status) {
 absl::Status MessageFromParams(const std::multimap<std::string, std::string>& params,
                                protobuf::Message* message) {
   const protobuf::Descriptor* descriptor = message->GetDescriptor();
-  std::string json = "{";
-  std::map<const protobuf::FieldDescriptor*, std::string> seen;
+  std::set<const protobuf::FieldDescriptor*> seen;
   for (const auto& [name, value] : params) {
     const protobuf::FieldDescriptor* field = descriptor->FindFieldByName(name);
     if (field == nullptr) field = descriptor->FindFieldByCamelcaseName(name);
@@ -118,10 +118,9 @@ absl::Status MessageFromParams(const std::multimap<std::string, std::string>& pa
       return absl::InvalidArgumentError(
           absl::StrCat("parameter '", name, "' cannot be given in a query string"));
     }
-    if (auto it = seen.find(field); it != seen.end()) {
+    if (!seen.insert(field).second) {
       return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' is given twice"));
     }
-    seen[field] = name;
     if (value.empty()) continue;
     std::string literal = JsonQuote(value);
     if (field->cpp_type() == protobuf::FieldDescriptor::CPPTYPE_BOOL) {

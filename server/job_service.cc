@@ -10,16 +10,10 @@
 #include "server/job_request.h"
 #include "server/proto_convert.h"
 #include "server/queries.h"
+#include "server/unary_reactor.h"
 
 namespace anisoscope::server {
 namespace {
-
-grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* context,
-                                  const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
 
 using queries::ValidateJobId;
 
@@ -136,17 +130,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const pb::GetJobRequest* request,
                                                  pb::Job* response) {
-  absl::StatusOr<pb::Job> job = queries::GetJob(*runner_, *request);
-  if (job.ok()) *response = std::move(job).value();
-  return Respond(context, job.status());
+  return Respond(context, queries::GetJob(*runner_, *request), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const pb::ListJobsRequest* request,
                                                    pb::ListJobsResponse* response) {
-  absl::StatusOr<pb::ListJobsResponse> jobs = queries::ListJobs(*runner_, *request);
-  if (jobs.ok()) *response = std::move(jobs).value();
-  return Respond(context, jobs.status());
+  return Respond(context, queries::ListJobs(*runner_, *request), response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,

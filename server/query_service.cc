@@ -1,24 +1,9 @@
 #include "server/query_service.h"
 
-#include <utility>
-
-#include "common/grpc_status.h"
 #include "server/queries.h"
+#include "server/unary_reactor.h"
 
 namespace anisoscope::server {
-namespace {
-
-// Moves a core result into the reactor's response and finishes the call.
-template <typename Response>
-grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* context,
-                                  absl::StatusOr<Response> result, Response* response) {
-  if (result.ok()) *response = std::move(result).value();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(result.status()));
-  return reactor;
-}
-
-}  // namespace
 
 grpc::ServerUnaryReactor* QueryServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                      const pb::ListRunsRequest* request,

@@ -12,6 +12,19 @@
 namespace anisoscope::server {
 namespace {
 
+// Sets `*out` from a `--flag HOST:PORT` value (the port itself is checked when binding).
+std::function<absl::Status(const std::string&)> HostPortSetter(const std::string& flag,
+                                                               std::string* out) {
+  return [flag, out](const std::string& v) {
+    if (v.find(':') == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " wants HOST:PORT, got '", v, "'"));
+    }
+    *out = v;
+    return absl::OkStatus();
+  };
+}
+
 absl::Status ParseInt(const std::string& flag, const std::string& value, int min, int* out) {
   int parsed = 0;
   if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
@@ -85,24 +98,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
   ServerOptions options;
   using Setter = std::function<absl::Status(const std::string&)>;
   const std::map<std::string, Setter> setters = {
-      {"listen",
-       [&](const std::string& v) {
-         if (v.find(':') == std::string::npos) {
-           return absl::InvalidArgumentError(
-               absl::StrCat("--listen wants HOST:PORT, got '", v, "'"));
-         }
-         options.listen = v;
-         return absl::OkStatus();
-       }},
-      {"http-listen",
-       [&](const std::string& v) {
-         if (v.find(':') == std::string::npos) {
-           return absl::InvalidArgumentError(
-               absl::StrCat("--http-listen wants HOST:PORT, got '", v, "'"));
-         }
-         options.http_listen = v;
-         return absl::OkStatus();
-       }},
+      {"listen", HostPortSetter("listen", &options.listen)},
+      {"http-listen", HostPortSetter("http-listen", &options.http_listen)},
       {"web-dir",
        [&](const std::string& v) {
          if (v.empty()) return absl::InvalidArgumentError("--web-dir wants a directory");
