@@ -50,8 +50,10 @@ void MetricsObserver::OnPreRotary(int layer, const at::Tensor& query, const at::
   if (pre_rotary_queries_.empty()) {
     const at::Device device = entropy_sum_.device();
     for (int l = 0; l < shape_.num_layers; ++l) {
-      pre_rotary_queries_.emplace_back(shape_.num_heads, shape_.head_dim, device);
-      pre_rotary_keys_.emplace_back(shape_.num_heads, shape_.head_dim, device);
+      pre_rotary_queries_.emplace_back(shape_.num_heads, shape_.head_dim, device,
+                                       /*with_anisotropy=*/false);
+      pre_rotary_keys_.emplace_back(shape_.num_heads, shape_.head_dim, device,
+                                    /*with_anisotropy=*/false);
     }
   }
   pre_rotary_queries_[layer].Add(query, valid_, valid_count_);

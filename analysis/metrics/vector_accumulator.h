@@ -3,6 +3,7 @@
 //
 // For each group it keeps Σ x_t and Σ x_t/‖x_t‖ over valid tokens t, which is all the
 // METRICS.md definitions need: mean = Σx/N and anisotropy = (‖Σ x̂‖² − N) / (N(N − 1)).
+// A means-only accumulator (pre-rotary Q/K) skips the normalisation and Σ x̂.
 // Not thread-safe.
 #pragma once
 
@@ -14,7 +15,9 @@ namespace anisoscope::analysis {
 
 class VectorAccumulator {
  public:
-  VectorAccumulator(int64_t groups, int64_t dim, const at::Device& device);
+  // `with_anisotropy` false: only Mean() is available (Anisotropy() returns zeros).
+  VectorAccumulator(int64_t groups, int64_t dim, const at::Device& device,
+                    bool with_anisotropy = true);
 
   // x: [B, G, T, dim] (any float dtype); valid: [B, T] as float64 0/1 on the same device.
   // `valid_count` is valid.sum(), passed in to avoid a device sync.
@@ -28,7 +31,7 @@ class VectorAccumulator {
 
  private:
   at::Tensor sum_;       // [G, dim]
-  at::Tensor unit_sum_;  // [G, dim]
+  at::Tensor unit_sum_;  // [G, dim]; undefined for a means-only accumulator
   int64_t count_ = 0;
 };
 

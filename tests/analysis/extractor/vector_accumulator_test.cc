@@ -36,6 +36,18 @@ TEST(VectorAccumulatorTest, StreamingEqualsOneShot) {
   EXPECT_TRUE(at::allclose(whole.Anisotropy(), parts.Anisotropy(), 1e-12, 1e-12));
 }
 
+TEST(VectorAccumulatorTest, MeansOnlyKeepsTheSameMean) {
+  at::Tensor x = at::randn({2, 3, 5, 8});
+  at::Tensor valid = at::ones({2, 5}, at::kDouble);
+  valid[1][4] = 0.0;
+  VectorAccumulator full(3, 8, at::kCPU);
+  full.Add(x, valid, 9);
+  VectorAccumulator means_only(3, 8, at::kCPU, /*with_anisotropy=*/false);
+  means_only.Add(x, valid, 9);
+  EXPECT_TRUE(at::equal(full.Mean(), means_only.Mean()));
+  EXPECT_EQ(means_only.count(), 9);
+}
+
 TEST(VectorAccumulatorTest, FewerThanTwoVectorsGiveZeroAnisotropy) {
   VectorAccumulator accumulator(2, 4, at::kCPU);
   accumulator.Add(at::ones({1, 2, 1, 4}), at::ones({1, 1}, at::kDouble), 1);
