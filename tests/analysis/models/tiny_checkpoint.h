@@ -20,19 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/models/transformer_model.h"
+#include "tests/analysis/checkpoint/checkpoint_test_util.h"
 
 namespace anisoscope::analysis {
-
-inline std::string SafetensorsDtype(at::ScalarType type) {
-  switch (type) {
-    case at::kHalf:
-      return "F16";
-    case at::kBFloat16:
-      return "BF16";
-    default:
-      return "F32";
-  }
-}
 
 // Writes `tensors` (float32/float16/bfloat16, any device-less layout) as a safetensors file.
 inline void WriteSafetensors(const std::filesystem::path& file,
@@ -42,7 +32,7 @@ inline void WriteSafetensors(const std::filesystem::path& file,
   for (const auto& [name, tensor] : tensors) {
     const at::Tensor t = tensor.contiguous();
     const size_t bytes = t.numel() * t.element_size();
-    header[name] = {{"dtype", SafetensorsDtype(t.scalar_type())},
+    header[name] = {{"dtype", DtypeName(t.scalar_type())},
                     {"shape", t.sizes().vec()},
                     {"data_offsets", {data.size(), data.size() + bytes}}};
     data.append(static_cast<const char*>(t.data_ptr()), bytes);
