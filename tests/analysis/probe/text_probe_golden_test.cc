@@ -1,7 +1,8 @@
 // Windows probes of WikiText-2's test split equal the whole text encoded in one call:
 // byte-level BPE (GPT-2, Pythia) against transformers.js (testdata/wikitext_windows_golden.json,
-// made by testdata/generate_windows_golden.mjs), and WordPiece against the line-by-line
-// windows that probes used before (so stored BERT series keep their probe ids).
+// made by tests/fixtures/tokenizer_goldens/generate_windows_golden.mjs), and WordPiece
+// against the line-by-line windows that probes used before (so stored BERT series keep their
+// probe ids).
 // Needs $ANISOSCOPE_SHARED_DATA.
 #include <cstdint>
 #include <cstdio>
