@@ -14,12 +14,7 @@ import math
 
 import torch
 
-from gpt_neox_reference import activation, attention_bias, tensor
-
-
-def layer_norm(x, state, name, eps):
-    return torch.nn.functional.layer_norm(x, x.shape[-1:], tensor(state, name + ".weight"),
-                                          tensor(state, name + ".bias"), eps)
+from gpt_neox_reference import activation, attention_bias, layer_norm, tensor
 
 
 def conv1d(x, state, name):

@@ -50,16 +50,6 @@ def linear(x, state, name):
     return x @ param(state, name + ".weight").T + param(state, name + ".bias")
 
 
-def activation(x, name):
-    if name == "gelu":
-        return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
-    if name == "gelu_new":
-        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    if name == "relu":
-        return torch.relu(x)
-    raise ValueError(name)
-
-
 def bert_forward(state, cfg, ids, valid):
     """hidden_states (L+1 tensors [B,T,D]) and per layer (Q, K, probs) as HF computes them."""
     b, t = ids.shape
@@ -83,7 +73,8 @@ def bert_forward(state, cfg, ids, valid):
         ctx = (probs @ v).permute(0, 2, 1, 3).reshape(b, t, -1)
         h = layer_norm(linear(ctx, state, p + "attention.output.dense") + h, state,
                        p + "attention.output.LayerNorm", eps)
-        inner = activation(linear(h, state, p + "intermediate.dense"), cfg.get("hidden_act", "gelu"))
+        inner = gpt_neox_reference.activation(linear(h, state, p + "intermediate.dense"),
+                                              cfg.get("hidden_act", "gelu"))
         h = layer_norm(linear(inner, state, p + "output.dense") + h, state,
                        p + "output.LayerNorm", eps)
         hidden.append(h)
