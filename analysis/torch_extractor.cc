@@ -93,6 +93,9 @@ absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& ch
         " maximum length (max_position_embeddings / n_positions ", max_positions, ")"));
   }
   if (spec.source == ProbeSource::kTokens) {
+    if (!spec.token_ids.empty()) {
+      return TokenProbeFromIds(spec.token_ids, spec.file, spec.samples, seq_len);
+    }
     return ReadTokenProbe(spec.file, spec.samples, seq_len);
   }
   ASSIGN_OR_RETURN(CheckpointTokenizer tokenizer, LoadCheckpointTokenizer(checkpoint_dir, config));

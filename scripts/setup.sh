@@ -14,6 +14,9 @@ PACKAGES=(
   libabsl-dev libspdlog-dev libsqlite3-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev
   libcpp-httplib-dev                 # the HTTP/JSON API (server/http_server.cc)
+  libcli11-dev                       # anisoscope-worker's flags
+  slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
+  python3-yaml                       # the Kubernetes manifest test
   nodejs chromium                    # dashboard assets (npm) and its browser test
 )
 

@@ -3,12 +3,25 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include <random>
+
 #include "absl/strings/str_cat.h"
+#include "common/message_limits.h"
 
 namespace anisoscope::server {
+namespace {
+
+// 128 random bits as hex: the embedded workers' key of this server process.
+std::string NewRandomKey() {
+  std::random_device device;
+  return absl::StrCat(absl::Hex(device(), absl::kZeroPad8), absl::Hex(device(), absl::kZeroPad8),
+                      absl::Hex(device(), absl::kZeroPad8), absl::Hex(device(), absl::kZeroPad8));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
-    const ServerOptions& options, ExtractorFactory extractor_factory) {
+    const ServerOptions& options, worker::ExtractorFactory extractor_factory) {
   const size_t colon = options.listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return absl::InvalidArgumentError(
@@ -31,8 +44,9 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   server->store_ = std::move(store).value();
 
   JobRunner::Options runner_options;
-  runner_options.workers = options.workers;
-  runner_options.extractor_factory = std::move(extractor_factory);
+  runner_options.lease_timeout = absl::Seconds(options.lease_timeout_seconds);
+  runner_options.max_attempts = options.max_attempts;
+  runner_options.dtype = options.extractor.dtype;
   absl::StatusOr<std::unique_ptr<JobRunner>> runner =
       JobRunner::Create(runner_options, server->store_.get());
   if (!runner.ok()) return runner.status();
@@ -41,16 +55,22 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   server->job_service_ =
       std::make_unique<JobServiceImpl>(server->runner_.get(), server->policy_.get());
   server->query_service_ = std::make_unique<QueryServiceImpl>(server->store_.get());
+  const std::string embedded_key = NewRandomKey();
+  server->worker_service_ =
+      std::make_unique<WorkerServiceImpl>(server->runner_.get(), embedded_key);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(server->job_service_.get());
   builder.RegisterService(server->query_service_.get());
+  builder.RegisterService(server->worker_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
-    server->runner_->Drain();
+    server->Shutdown(absl::Seconds(1));
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen, "'"));
   }
   if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
@@ -58,6 +78,17 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   }
   server->port_ = port;
   server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
+  grpc::ChannelArguments channel_arguments;
+  channel_arguments.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  channel_arguments.SetMaxSendMessageSize(kMaxMessageBytes);
+  absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> embedded = EmbeddedWorkers::Start(
+      options.workers, server->server_->InProcessChannel(channel_arguments),
+      std::move(extractor_factory), server->policy_.get(), options.extractor.device, embedded_key);
+  if (!embedded.ok()) {
+    server->Shutdown(absl::Seconds(1));
+    return embedded.status();
+  }
+  server->embedded_ = std::move(embedded).value();
   if (!options.http_listen.empty()) {
     HttpServer::Options http_options;
     http_options.listen = options.http_listen;
@@ -70,8 +101,8 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     }
     server->http_ = std::move(http).value();
   }
-  spdlog::info("serving on {} with {} worker(s); database {}", server->address_, options.workers,
-               options.db);
+  spdlog::info("serving on {} with {} embedded worker(s); database {}", server->address_,
+               options.workers, options.db);
   return server;
 }
 
@@ -83,6 +114,8 @@ void AnisoscopeServer::Drain() {
       health->SetServingStatus(false);
     }
   }
+  if (runner_ != nullptr) runner_->StopLeasing();
+  if (embedded_ != nullptr) embedded_->Stop();
   if (runner_ != nullptr) runner_->Drain();
 }
 

@@ -15,22 +15,25 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/path_policy.h"
+#include "server/embedded_workers.h"
 #include "server/http_server.h"
 #include "server/job_runner.h"
 #include "server/job_service.h"
 #include "server/query_service.h"
 #include "server/server_options.h"
+#include "server/worker_service.h"
 #include "storage/metrics_store.h"
+#include "worker/unit_runner.h"
 
 namespace anisoscope::server {
 
 class AnisoscopeServer {
  public:
-  // `extractor_factory` makes each worker's extractor (main passes the LibTorch one).
-  // INVALID_ARGUMENT for a bad allowed root or listen address, UNAVAILABLE when the port
-  // cannot be bound, the store's or factory's error otherwise.
+  // `extractor_factory` makes each embedded worker's extractor (main passes the LibTorch
+  // one). INVALID_ARGUMENT for a bad allowed root or listen address, UNAVAILABLE when the
+  // port cannot be bound, the store's or factory's error otherwise.
   static absl::StatusOr<std::unique_ptr<AnisoscopeServer>> Create(
-      const ServerOptions& options, ExtractorFactory extractor_factory);
+      const ServerOptions& options, worker::ExtractorFactory extractor_factory);
   ~AnisoscopeServer();  // Shutdown with a short deadline.
 
   // The bound address, e.g. "127.0.0.1:43127" (the real port when --listen had port 0).
@@ -39,8 +42,9 @@ class AnisoscopeServer {
   // The HTTP API's bound address; empty without --http-listen.
   std::string http_address() const { return http_ == nullptr ? "" : http_->address(); }
 
-  // Starts draining and marks the health service NOT_SERVING; returns once the workers
-  // have stopped. gRPC keeps serving queries. Idempotent.
+  // Starts draining and marks the health service NOT_SERVING: no more leases, embedded
+  // workers give theirs back; returns once they have stopped. gRPC keeps serving queries
+  // (and remote workers' heartbeats and uploads). Idempotent.
   void Drain();
   // Drain, stop HTTP, then stop gRPC, cancelling calls still open after `deadline`.
   // Blocks; idempotent.
@@ -57,7 +61,9 @@ class AnisoscopeServer {
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<QueryServiceImpl> query_service_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<EmbeddedWorkers> embedded_;
   std::unique_ptr<HttpServer> http_;  // null without --http-listen
   std::string address_;
   int port_ = 0;

@@ -2,23 +2,23 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <exception>
-#include <filesystem>
-#include <system_error>
-#include <utility>
+#include <algorithm>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "server/proto_convert.h"
+#include "server/step_upload.h"
+#include "server/unit_probe.h"
 
 namespace anisoscope::server {
 namespace {
 
-namespace fs = std::filesystem;
 using storage::JobState;
 using storage::StepState;
+
+constexpr size_t kCancelledLeasesKept = 4096;
 
 bool IsFinal(JobState state) {
   return state == JobState::kSucceeded || state == JobState::kFailed ||
@@ -29,103 +29,117 @@ std::string NowIso8601() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
 }
 
-// Total size of the regular files under `dir` (symlinks followed, e.g. HF cache blobs).
-int64_t DirectoryBytes(const fs::path& dir) {
-  int64_t total = 0;
-  std::error_code error;
-  for (fs::recursive_directory_iterator it(dir, error), end; !error && it != end;
-       it.increment(error)) {
-    std::error_code file_error;
-    if (fs::is_regular_file(it->path(), file_error)) {
-      const uintmax_t size = fs::file_size(it->path(), file_error);
-      if (!file_error) total += static_cast<int64_t>(size);
-    }
-  }
-  return total;
+// 128 random bits as 32 hex digits.
+std::string NewLeaseId() {
+  static absl::Mutex mu(absl::kConstInit);
+  static std::mt19937_64* engine = new std::mt19937_64(std::random_device{}());
+  absl::MutexLock lock(&mu);
+  return absl::StrCat(absl::Hex((*engine)(), absl::kZeroPad16),
+                      absl::Hex((*engine)(), absl::kZeroPad16));
+}
+
+absl::Status LeaseNotCurrent(const std::string& lease_id) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "lease '", lease_id, "' is not current (it expired, was completed or given back)"));
 }
 
 }  // namespace
 
 struct JobRunner::ActiveJob {
   storage::JobRecord record;
-  analysis::ProbeSpec probe;
+  pb::UnitProbe probe;  // sent with every unit of the job
   bool cancel_requested = false;
 };
 
-struct JobRunner::StepOutcome {
-  StepState state = StepState::kFailed;
-  std::string error;
-  std::string probe_id;
-  int64_t size_bytes = 0;
-  double seconds = 0;
+struct JobRunner::LeaseEntry {
+  StepKey key;
+  bool local = false;
+  bool completing = false;  // Complete is storing the upload: the lease cannot end now
+  bool stored_checked = false;
+  absl::Time deadline = absl::InfiniteFuture();
+  int batches_done = 0;
+};
+
+struct JobRunner::Waiter {
+  pb::LeaseWorkRequest request;
+  bool local = false;
+  absl::Time deadline;
+  LeaseCallback done;
 };
 
 absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const Options& options,
                                                              storage::MetricsStore* store) {
-  if (options.workers < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("workers must be >= 1, got ", options.workers));
-  }
-  if (!options.extractor_factory) {
-    return absl::InvalidArgumentError("an extractor factory is required");
-  }
   if (store == nullptr) return absl::InvalidArgumentError("a metrics store is required");
-  std::unique_ptr<JobRunner> runner(new JobRunner(store));
-  for (int i = 0; i < options.workers; ++i) {
-    absl::StatusOr<std::unique_ptr<analysis::Extractor>> extractor = options.extractor_factory();
-    if (!extractor.ok()) return extractor.status();
-    if (*extractor == nullptr) return absl::InternalError("extractor factory returned null");
-    runner->extractors_.push_back(std::move(extractor).value());
+  if (options.lease_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("the lease timeout must be positive");
   }
-  if (absl::Status status = runner->Resume(); !status.ok()) return status;
-  for (auto& extractor : runner->extractors_) {
-    runner->threads_.emplace_back(&JobRunner::WorkerLoop, runner.get(), extractor.get());
+  if (options.max_attempts < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max attempts must be >= 1, got ", options.max_attempts));
   }
+  std::unique_ptr<JobRunner> runner(new JobRunner(options, store));
+  RETURN_IF_ERROR(runner->Resume());
+  runner->reaper_ = std::thread(&JobRunner::ReaperLoop, runner.get());
   return runner;
 }
 
-JobRunner::JobRunner(storage::MetricsStore* store) : store_(store) {}
+JobRunner::JobRunner(const Options& options, storage::MetricsStore* store)
+    : options_(options), store_(store) {}
 
 JobRunner::~JobRunner() { Drain(); }
 
+// ---- Jobs ------------------------------------------------------------------------------
+
 absl::Status JobRunner::Resume() {
-  absl::StatusOr<std::vector<int64_t>> ids = store_->UnfinishedJobs();
-  if (!ids.ok()) return ids.status();
+  ASSIGN_OR_RETURN(const std::vector<int64_t> ids, store_->UnfinishedJobs());
   absl::MutexLock lock(&mu_);
-  for (int64_t id : *ids) {
-    absl::StatusOr<storage::JobRecord> record = store_->GetJob(id);
-    if (!record.ok()) return record.status();
-    absl::StatusOr<analysis::ProbeSpec> probe = ToAnalysisProbeSpec(record->spec);
+  const absl::Time grace = absl::Now() + options_.lease_timeout;
+  for (int64_t id : ids) {
+    ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(id));
+    absl::StatusOr<pb::UnitProbe> probe = UnitProbeFromSpec(record.spec);
     if (!probe.ok()) {
       spdlog::error("job {} cannot resume: {}", id, probe.status().ToString());
-      if (absl::Status s =
-              store_->SetJobState(id, JobState::kFailed, std::string(probe.status().message()));
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(
+          store_->SetJobState(id, JobState::kFailed, std::string(probe.status().message())));
       continue;
     }
     int left = 0;
-    for (storage::JobCheckpoint& checkpoint : record->checkpoints) {
-      if (checkpoint.state == StepState::kRunning) {
-        checkpoint.state = StepState::kPending;
-        if (absl::Status s = store_->UpdateCheckpoint(id, checkpoint); !s.ok()) return s;
+    for (size_t i = 0; i < record.checkpoints.size(); ++i) {
+      storage::JobCheckpoint& checkpoint = record.checkpoints[i];
+      if (checkpoint.state != StepState::kRunning) {
+        if (checkpoint.state == StepState::kPending) ++left;
+        continue;
       }
-      if (checkpoint.state == StepState::kPending) ++left;
+      if (checkpoint.lease_local || checkpoint.lease_id.empty()) {
+        // The embedded worker died with the server: not the step's fault.
+        checkpoint.state = StepState::kPending;
+        checkpoint.attempt = std::max(0, checkpoint.attempt - 1);
+        checkpoint.lease_id.clear();
+        checkpoint.lease_local = false;
+        RETURN_IF_ERROR(store_->UpdateCheckpoint(id, checkpoint));
+        ++left;
+        continue;
+      }
+      auto entry = std::make_unique<LeaseEntry>();
+      entry->key = {id, i};
+      entry->deadline = grace;
+      leases_[checkpoint.lease_id] = std::move(entry);
+      ++left;
     }
-    spdlog::info("resuming job {} (run {}): {} of {} checkpoints left", id, record->spec.run, left,
-                 record->checkpoints.size());
-    AddJob(std::move(record).value(), std::move(probe).value());
+    spdlog::info("resuming job {} (run {}): {} of {} checkpoints left", id, record.spec.run, left,
+                 record.checkpoints.size());
+    AddJob(std::move(record), std::move(probe).value());
   }
   return absl::OkStatus();
 }
 
-void JobRunner::AddJob(storage::JobRecord record, analysis::ProbeSpec probe) {
+void JobRunner::AddJob(storage::JobRecord record, pb::UnitProbe probe) {
   const int64_t id = record.id;
   auto job = std::make_unique<ActiveJob>();
   job->record = std::move(record);
   job->probe = std::move(probe);
   for (size_t i = 0; i < job->record.checkpoints.size(); ++i) {
-    if (job->record.checkpoints[i].state == StepState::kPending) queue_.push_back({id, i});
+    if (job->record.checkpoints[i].state == StepState::kPending) pending_.insert({id, i});
   }
   active_[id] = std::move(job);
   MaybeFinish(id);
@@ -133,19 +147,20 @@ void JobRunner::AddJob(storage::JobRecord record, analysis::ProbeSpec probe) {
 
 absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spec) {
   if (draining()) return absl::UnavailableError("server is shutting down; not accepting jobs");
-  absl::StatusOr<analysis::ProbeSpec> probe = ToAnalysisProbeSpec(spec);
-  if (!probe.ok()) return probe.status();
   if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
-  absl::StatusOr<int64_t> id = store_->CreateJob(spec);
-  if (!id.ok()) return id.status();
-  absl::StatusOr<storage::JobRecord> record = store_->GetJob(*id);
-  if (!record.ok()) return record.status();
-  spdlog::info("job {} submitted: run {}, {} checkpoints{}", *id, spec.run, spec.checkpoints.size(),
+  ASSIGN_OR_RETURN(pb::UnitProbe probe, UnitProbeFromSpec(spec));
+  ASSIGN_OR_RETURN(const int64_t id, store_->CreateJob(spec));
+  ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(id));
+  spdlog::info("job {} submitted: run {}, {} checkpoints{}", id, spec.run, spec.checkpoints.size(),
                spec.force ? ", force" : "");
-  absl::MutexLock lock(&mu_);
-  storage::JobRecord copy = *record;
-  AddJob(std::move(record).value(), std::move(probe).value());
-  return copy;
+  Deliveries deliveries;
+  {
+    absl::MutexLock lock(&mu_);
+    AddJob(record, std::move(probe));
+    DispatchLocked(&deliveries);
+  }
+  for (auto& deliver : deliveries) deliver();
+  return record;
 }
 
 absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id) {
@@ -158,16 +173,31 @@ absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id) {
       job->record.state = JobState::kCancelled;
       job->record.error.clear();
       SaveJobState(job);
-      for (auto q = queue_.begin(); q != queue_.end();) {
-        if (q->job_id != id) {
-          ++q;
+      for (auto p = pending_.begin(); p != pending_.end();) {
+        if (p->first != id) {
+          ++p;
           continue;
         }
-        const size_t index = q->index;
-        q = queue_.erase(q);
+        const size_t index = p->second;
+        p = pending_.erase(p);
         job->record.checkpoints[index].state = StepState::kCancelled;
         SaveCheckpoint(job, index);
         PublishStep(job, index, pb::JobEvent::KIND_STEP_FINISHED, 0, 0);
+      }
+      std::vector<std::string> leased;
+      for (const auto& [lease_id, lease] : leases_) {
+        if (lease->key.first == id && !lease->completing) leased.push_back(lease_id);
+      }
+      Deliveries none;
+      for (const std::string& lease_id : leased) {
+        EndLeaseLocked(lease_id, StepState::kCancelled, "", &none, /*finish_job=*/false);
+        cancelled_leases_.insert(lease_id);
+        cancelled_order_.push_back(lease_id);
+      }
+      if (cancelled_order_.size() > kCancelledLeasesKept) {
+        const size_t drop = cancelled_order_.size() - kCancelledLeasesKept;
+        for (size_t i = 0; i < drop; ++i) cancelled_leases_.erase(cancelled_order_[i]);
+        cancelled_order_.erase(cancelled_order_.begin(), cancelled_order_.begin() + drop);
       }
       spdlog::info("job {} cancelled", id);
       storage::JobRecord copy = job->record;
@@ -175,10 +205,9 @@ absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id) {
       return copy;
     }
   }
-  absl::StatusOr<storage::JobRecord> record = store_->GetJob(id);
-  if (!record.ok()) return record.status();
+  ASSIGN_OR_RETURN(const storage::JobRecord record, store_->GetJob(id));
   return absl::FailedPreconditionError(absl::StrCat(
-      "job ", id, " is already ", storage::JobStateName(record->state), "; nothing to cancel"));
+      "job ", id, " is already ", storage::JobStateName(record.state), "; nothing to cancel"));
 }
 
 absl::StatusOr<storage::JobRecord> JobRunner::Get(int64_t id) {
@@ -208,11 +237,10 @@ absl::Status JobRunner::Watch(int64_t id, JobWatcher* watcher) {
     }
   }
   // Not active: final (jobs leave `active_` only after their final state is stored).
-  absl::StatusOr<storage::JobRecord> record = store_->GetJob(id);
-  if (!record.ok()) return record.status();
-  ToProto(*record, snapshot.mutable_job());
+  ASSIGN_OR_RETURN(const storage::JobRecord record, store_->GetJob(id));
+  ToProto(record, snapshot.mutable_job());
   watcher->OnEvent(snapshot);
-  if (IsFinal(record->state)) {
+  if (IsFinal(record.state)) {
     pb::JobEvent finished;
     finished.set_kind(pb::JobEvent::KIND_JOB_FINISHED);
     *finished.mutable_job() = snapshot.job();
@@ -226,155 +254,361 @@ absl::Status JobRunner::Watch(int64_t id, JobWatcher* watcher) {
 
 void JobRunner::Unwatch(int64_t id, JobWatcher* watcher) { events_.Unsubscribe(id, watcher); }
 
+// ---- Leases ----------------------------------------------------------------------------
+
+int64_t JobRunner::NewLeaseTicket() {
+  absl::MutexLock lock(&mu_);
+  return next_ticket_++;
+}
+
+void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request, bool local,
+                      LeaseCallback done) {
+  Waiter waiter;
+  waiter.request = request;
+  waiter.local = local;
+  waiter.deadline =
+      absl::Now() + std::min(absl::Milliseconds(std::max(0, request.wait_ms())),
+                             options_.max_lease_wait);
+  pb::LeaseWorkResponse response;
+  bool stopped = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leasing_stopped_ && !GrantLocked(waiter, &response) && waiter.deadline > absl::Now()) {
+      waiter.done = std::move(done);
+      waiters_[ticket] = std::make_unique<Waiter>(std::move(waiter));
+      return;
+    }
+    stopped = leasing_stopped_;
+  }
+  if (stopped) {
+    done(absl::UnavailableError("server is shutting down; not leasing work"));
+  } else {
+    done(std::move(response));
+  }
+}
+
+void JobRunner::WithdrawLease(int64_t ticket) {
+  absl::MutexLock lock(&mu_);
+  waiters_.erase(ticket);
+}
+
+bool JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkResponse* response) {
+  if (pending_.empty()) return false;
+  const StepKey key = *pending_.begin();
+  pending_.erase(pending_.begin());
+  ActiveJob* job = active_.at(key.first).get();
+  storage::JobCheckpoint& checkpoint = job->record.checkpoints[key.second];
+  const std::string lease_id = NewLeaseId();
+  checkpoint.state = StepState::kRunning;
+  checkpoint.error.clear();
+  checkpoint.attempt += 1;
+  checkpoint.lease_id = lease_id;
+  checkpoint.lease_local = waiter.local;
+  checkpoint.worker = waiter.request.worker().name();
+  if (job->record.state == JobState::kQueued) {
+    job->record.state = JobState::kRunning;
+    SaveJobState(job);
+  }
+  SaveCheckpoint(job, key.second);
+
+  auto entry = std::make_unique<LeaseEntry>();
+  entry->key = key;
+  entry->local = waiter.local;
+  if (!waiter.local) entry->deadline = absl::Now() + options_.lease_timeout;
+  pb::WorkUnit* unit = response->mutable_unit();
+  unit->set_lease_id(lease_id);
+  unit->set_job_id(key.first);
+  unit->set_run(job->record.spec.run);
+  unit->set_step(checkpoint.step);
+  unit->set_checkpoint_path(checkpoint.path);
+  *unit->mutable_probe() = job->probe;
+  unit->mutable_options()->set_dtype(options_.dtype);
+  unit->set_lease_deadline_unix_ms(waiter.local ? 0 : absl::ToUnixMillis(entry->deadline));
+  unit->set_heartbeat_interval_ms(
+      static_cast<int32_t>(absl::ToInt64Milliseconds(options_.lease_timeout / 4)));
+  unit->set_attempt(checkpoint.attempt);
+  leases_[lease_id] = std::move(entry);
+  spdlog::info("job {} step {} leased to {} ({}attempt {}, lease {})", key.first, checkpoint.step,
+               checkpoint.worker, waiter.local ? "embedded, " : "", checkpoint.attempt, lease_id);
+  PublishStep(job, key.second, pb::JobEvent::KIND_STEP_STARTED, 0, 0);
+  return true;
+}
+
+void JobRunner::DispatchLocked(Deliveries* deliveries) {
+  while (!pending_.empty() && !waiters_.empty() && !leasing_stopped_) {
+    auto first = waiters_.begin();
+    std::unique_ptr<Waiter> waiter = std::move(first->second);
+    waiters_.erase(first);
+    auto response = std::make_shared<pb::LeaseWorkResponse>();
+    GrantLocked(*waiter, response.get());
+    deliveries->push_back([done = std::move(waiter->done), response] { done(*response); });
+  }
+}
+
+absl::StatusOr<JobRunner::LeaseEntry*> JobRunner::FindLeaseLocked(const std::string& lease_id) {
+  auto it = leases_.find(lease_id);
+  if (it == leases_.end()) return LeaseNotCurrent(lease_id);
+  return it->second.get();
+}
+
+absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRequest& request) {
+  pb::HeartbeatResponse response;
+  absl::MutexLock lock(&mu_);
+  if ((cancelled_leases_.count(request.lease_id())) > 0) {
+    response.set_verdict(pb::HeartbeatResponse::VERDICT_CANCELLED);
+    return response;
+  }
+  ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(request.lease_id()));
+  ActiveJob* job = active_.at(lease->key.first).get();
+  storage::JobCheckpoint& checkpoint = job->record.checkpoints[lease->key.second];
+  if (!request.probe_id().empty() && !lease->stored_checked) {
+    lease->stored_checked = true;
+    checkpoint.probe_id = request.probe_id();
+    if (!job->record.spec.force) {
+      ASSIGN_OR_RETURN(const bool stored,
+                       store_->HasStep(job->record.spec.run, request.probe_id(), checkpoint.step));
+      if (stored) {
+        Deliveries none;
+        EndLeaseLocked(request.lease_id(), StepState::kSkipped, "", &none);
+        response.set_verdict(pb::HeartbeatResponse::VERDICT_ALREADY_STORED);
+        return response;
+      }
+    }
+  }
+  if (request.batches_total() > 0 && request.batches_done() != lease->batches_done) {
+    lease->batches_done = request.batches_done();
+    PublishStep(job, lease->key.second, pb::JobEvent::KIND_STEP_PROGRESS, request.batches_done(),
+                request.batches_total());
+  }
+  if (!lease->local) lease->deadline = absl::Now() + options_.lease_timeout;
+  response.set_verdict(pb::HeartbeatResponse::VERDICT_CONTINUE);
+  response.set_lease_deadline_unix_ms(lease->local ? 0 : absl::ToUnixMillis(lease->deadline));
+  return response;
+}
+
+absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
+    const pb::CompleteWorkRequest& request) {
+  const std::string& lease_id = request.lease_id();
+  int64_t job_id = 0;
+  bool force = false;
+  storage::JobCheckpoint finished;
+  std::string run;
+  {
+    absl::MutexLock lock(&mu_);
+    if ((cancelled_leases_.count(lease_id)) > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lease '", lease_id, "' ended: its job was cancelled"));
+    }
+    ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(lease_id));
+    if (lease->completing) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lease '", lease_id, "' is already being completed"));
+    }
+    lease->completing = true;
+    ActiveJob* job = active_.at(lease->key.first).get();
+    job_id = lease->key.first;
+    force = job->record.spec.force;
+    run = job->record.spec.run;
+    finished = job->record.checkpoints[lease->key.second];
+  }
+  // The upload is checked and written outside the lock: heartbeats of other leases go on.
+  absl::StatusOr<storage::StepResult> result =
+      StepResultFromUpload(request, run, finished.step, finished.path);
+  absl::StatusOr<StepState> stored = StepState::kFailed;
+  if (!result.ok()) {
+    stored = result.status();
+  } else {
+    finished.state = StepState::kDone;
+    finished.error.clear();
+    finished.probe_id = result->probe.id;
+    finished.size_bytes = request.checkpoint_bytes();
+    finished.seconds = request.seconds();
+    finished.lease_id.clear();
+    finished.lease_local = false;
+    stored = store_->FinishLease(job_id, lease_id, finished, &*result, force);
+  }
+  Deliveries deliveries;
+  absl::Status status = stored.status();
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = leases_.find(lease_id);
+    if (it == leases_.end()) return LeaseNotCurrent(lease_id);
+    it->second->completing = false;
+    const StepKey key = it->second->key;
+    if (!stored.ok()) {
+      const std::string error =
+          absl::StrCat("upload of step ", finished.step, " refused: ", stored.status().message());
+      EndLeaseLocked(lease_id, StepState::kFailed, error, &deliveries);
+      status = absl::Status(stored.status().code(), error);
+    } else {
+      ActiveJob* job = active_.at(key.first).get();
+      finished.state = *stored;
+      job->record.checkpoints[key.second] = finished;
+      job->record.updated_at = NowIso8601();
+      leases_.erase(it);
+      spdlog::info("job {} step {} {} in {:.2f} s by {}", key.first, finished.step,
+                   storage::StepStateName(finished.state), finished.seconds, finished.worker);
+      PublishStep(job, key.second, pb::JobEvent::KIND_STEP_FINISHED, 0, 0);
+      MaybeFinish(key.first);
+    }
+  }
+  for (auto& deliver : deliveries) deliver();
+  if (!status.ok()) return status;
+  pb::CompleteWorkResponse response;
+  response.set_state(ToProto(*stored));
+  return response;
+}
+
+absl::Status JobRunner::Fail(const pb::FailWorkRequest& request) {
+  Deliveries deliveries;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(request.lease_id()));
+    if (lease->completing) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lease '", request.lease_id(), "' is being completed"));
+    }
+    switch (request.kind()) {
+      case pb::FailWorkRequest::KIND_FAILED:
+        EndLeaseLocked(request.lease_id(), StepState::kFailed, request.error(), &deliveries);
+        break;
+      case pb::FailWorkRequest::KIND_RETRYABLE:
+        RetryOrFailLocked(request.lease_id(), request.error(), &deliveries);
+        break;
+      case pb::FailWorkRequest::KIND_RELEASED: {
+        ActiveJob* job = active_.at(lease->key.first).get();
+        storage::JobCheckpoint& checkpoint = job->record.checkpoints[lease->key.second];
+        checkpoint.attempt = std::max(0, checkpoint.attempt - 1);
+        spdlog::info("job {} step {} given back by {}", lease->key.first, checkpoint.step,
+                     checkpoint.worker);
+        EndLeaseLocked(request.lease_id(), StepState::kPending, "", &deliveries);
+        break;
+      }
+      default:
+        return absl::InvalidArgumentError("FailWork needs a kind: failed, retryable or released");
+    }
+  }
+  for (auto& deliver : deliveries) deliver();
+  return absl::OkStatus();
+}
+
+void JobRunner::RetryOrFailLocked(const std::string& lease_id, const std::string& error,
+                                  Deliveries* deliveries) {
+  const LeaseEntry& lease = *leases_.at(lease_id);
+  const storage::JobCheckpoint& checkpoint =
+      active_.at(lease.key.first)->record.checkpoints[lease.key.second];
+  if (checkpoint.attempt >= options_.max_attempts) {
+    EndLeaseLocked(lease_id, StepState::kFailed,
+                   absl::StrCat(error, " (attempt ", checkpoint.attempt, " of ",
+                                options_.max_attempts, ": giving up)"),
+                   deliveries);
+  } else {
+    EndLeaseLocked(lease_id, StepState::kPending, error, deliveries);
+  }
+}
+
+void JobRunner::EndLeaseLocked(const std::string& lease_id, StepState state,
+                               const std::string& error, Deliveries* deliveries, bool finish_job) {
+  auto it = leases_.find(lease_id);
+  const StepKey key = it->second->key;
+  leases_.erase(it);
+  ActiveJob* job = active_.at(key.first).get();
+  storage::JobCheckpoint& checkpoint = job->record.checkpoints[key.second];
+  checkpoint.state = state;
+  checkpoint.error = error;
+  checkpoint.lease_id.clear();
+  checkpoint.lease_local = false;
+  SaveCheckpoint(job, key.second);
+  if (state == StepState::kPending) {
+    if (!error.empty()) {
+      spdlog::warn("job {} step {} back to pending: {}", key.first, checkpoint.step, error);
+    }
+    pending_.insert(key);
+    DispatchLocked(deliveries);
+    return;
+  }
+  if (state == StepState::kFailed) {
+    spdlog::warn("job {} step {} failed: {}", key.first, checkpoint.step, error);
+  } else {
+    spdlog::info("job {} step {} {}", key.first, checkpoint.step, storage::StepStateName(state));
+  }
+  PublishStep(job, key.second, pb::JobEvent::KIND_STEP_FINISHED, 0, 0);
+  if (finish_job) MaybeFinish(key.first);
+}
+
+void JobRunner::ReaperLoop() {
+  while (true) {
+    Deliveries deliveries;
+    std::vector<LeaseCallback> timed_out;
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Time next = absl::Now() + absl::Seconds(1);
+      for (const auto& [ticket, waiter] : waiters_) next = std::min(next, waiter->deadline);
+      for (const auto& [id, lease] : leases_) next = std::min(next, lease->deadline);
+      mu_.AwaitWithDeadline(absl::Condition(&draining_), next);
+      if (draining_) return;
+      const absl::Time now = absl::Now();
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (it->second->deadline > now) {
+          ++it;
+          continue;
+        }
+        timed_out.push_back(std::move(it->second->done));
+        it = waiters_.erase(it);
+      }
+      std::vector<std::string> expired;
+      for (const auto& [id, lease] : leases_) {
+        if (!lease->local && !lease->completing && lease->deadline <= now) expired.push_back(id);
+      }
+      for (const std::string& id : expired) {
+        const LeaseEntry& lease = *leases_.at(id);
+        const storage::JobCheckpoint& checkpoint =
+            active_.at(lease.key.first)->record.checkpoints[lease.key.second];
+        RetryOrFailLocked(id,
+                          absl::StrCat("lease expired: worker '", checkpoint.worker,
+                                       "' sent no heartbeat for ",
+                                       absl::FormatDuration(options_.lease_timeout)),
+                          &deliveries);
+      }
+    }
+    for (LeaseCallback& done : timed_out) done(pb::LeaseWorkResponse());
+    for (auto& deliver : deliveries) deliver();
+  }
+}
+
+// ---- Draining --------------------------------------------------------------------------
+
 bool JobRunner::draining() const {
   absl::MutexLock lock(&mu_);
-  return draining_;
+  return leasing_stopped_;
+}
+
+void JobRunner::StopLeasing() {
+  std::vector<LeaseCallback> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leasing_stopped_) spdlog::info("job runner draining");
+    leasing_stopped_ = true;
+    for (auto& [ticket, waiter] : waiters_) waiting.push_back(std::move(waiter->done));
+    waiters_.clear();
+  }
+  for (LeaseCallback& done : waiting) {
+    done(absl::UnavailableError("server is shutting down; not leasing work"));
+  }
 }
 
 void JobRunner::Drain() {
+  StopLeasing();
   {
     absl::MutexLock lock(&mu_);
-    if (!draining_) spdlog::info("job runner draining");
     draining_ = true;
     events_.CloseAll(absl::UnavailableError("server is shutting down"));
   }
   absl::MutexLock join_lock(&join_mu_);
-  for (std::thread& thread : threads_) {
-    if (thread.joinable()) thread.join();
-  }
+  if (reaper_.joinable()) reaper_.join();
 }
 
-void JobRunner::WorkerLoop(analysis::Extractor* extractor) {
-  while (true) {
-    WorkItem item;
-    ActiveJob* job = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](JobRunner* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-            return self->draining_ || !self->queue_.empty();
-          },
-          this));
-      if (draining_) return;
-      item = queue_.front();
-      queue_.pop_front();
-      job = active_.at(item.job_id).get();
-      storage::JobCheckpoint& checkpoint = job->record.checkpoints[item.index];
-      checkpoint.state = StepState::kRunning;
-      checkpoint.error.clear();
-      if (job->record.state == JobState::kQueued) {
-        job->record.state = JobState::kRunning;
-        SaveJobState(job);
-      }
-      SaveCheckpoint(job, item.index);
-      PublishStep(job, item.index, pb::JobEvent::KIND_STEP_STARTED, 0, 0);
-    }
-
-    StepOutcome outcome = RunStep(extractor, job, item.index);
-
-    absl::MutexLock lock(&mu_);
-    storage::JobCheckpoint& checkpoint = job->record.checkpoints[item.index];
-    if (outcome.state == StepState::kCancelled && !job->cancel_requested) {
-      outcome.state = StepState::kPending;  // interrupted by the drain: resume on restart
-    }
-    checkpoint.state = outcome.state;
-    checkpoint.error = outcome.error;
-    if (!outcome.probe_id.empty()) checkpoint.probe_id = outcome.probe_id;
-    if (outcome.size_bytes > 0) checkpoint.size_bytes = outcome.size_bytes;
-    checkpoint.seconds = outcome.seconds;
-    SaveCheckpoint(job, item.index);
-    if (outcome.state == StepState::kFailed) {
-      spdlog::warn("job {} step {} failed: {}", item.job_id, checkpoint.step, outcome.error);
-    } else {
-      spdlog::info("job {} step {} {} in {:.2f} s", item.job_id, checkpoint.step,
-                   storage::StepStateName(outcome.state), outcome.seconds);
-    }
-    if (outcome.state != StepState::kPending) {
-      PublishStep(job, item.index, pb::JobEvent::KIND_STEP_FINISHED, 0, 0);
-    }
-    MaybeFinish(item.job_id);
-  }
-}
-
-JobRunner::StepOutcome JobRunner::RunStep(analysis::Extractor* extractor, ActiveJob* job,
-                                          size_t index) {
-  const auto start = std::chrono::steady_clock::now();
-  storage::JobSpec spec;
-  analysis::ProbeSpec probe_spec;
-  storage::JobCheckpoint checkpoint;
-  {
-    absl::MutexLock lock(&mu_);
-    spec = job->record.spec;
-    probe_spec = job->probe;
-    checkpoint = job->record.checkpoints[index];
-  }
-  StepOutcome outcome;
-  auto fail = [&](const absl::Status& status) {
-    outcome.state =
-        status.code() == absl::StatusCode::kCancelled ? StepState::kCancelled : StepState::kFailed;
-    outcome.error = std::string(status.message());
-  };
-  const fs::path dir = checkpoint.path;
-  try {
-    absl::StatusOr<analysis::Probe> probe = extractor->BuildProbe(dir, probe_spec);
-    if (!probe.ok()) {
-      fail(probe.status());
-    } else {
-      outcome.probe_id = probe->id;
-      outcome.size_bytes = DirectoryBytes(dir);
-      bool stored = false;
-      if (!spec.force) {
-        absl::StatusOr<bool> has = store_->HasStep(spec.run, probe->id, checkpoint.step);
-        if (!has.ok()) {
-          fail(has.status());
-          return outcome;
-        }
-        stored = *has;
-      }
-      if (stored) {
-        outcome.state = StepState::kSkipped;
-      } else {
-        analysis::ExtractCallbacks callbacks;
-        callbacks.cancelled = [this, job] {
-          absl::MutexLock lock(&mu_);
-          return draining_ || job->cancel_requested;
-        };
-        callbacks.progress = [this, job, index](int done, int total) {
-          absl::MutexLock lock(&mu_);
-          PublishStep(job, index, pb::JobEvent::KIND_STEP_PROGRESS, done, total);
-        };
-        absl::StatusOr<analysis::CheckpointMetrics> metrics =
-            extractor->Extract(dir, *probe, callbacks);
-        if (!metrics.ok()) {
-          // Only an interruption we asked for counts as cancelled; anything else failed.
-          if (metrics.status().code() == absl::StatusCode::kCancelled && !callbacks.cancelled()) {
-            outcome.state = StepState::kFailed;
-            outcome.error = std::string(metrics.status().message());
-          } else {
-            fail(metrics.status());
-          }
-        } else {
-          storage::StepResult result = ToStepResult(spec.run, checkpoint.step, checkpoint.path,
-                                                    outcome.size_bytes, *probe, *metrics);
-          absl::Status written = store_->WriteStep(result, spec.force);
-          if (written.ok()) {
-            outcome.state = StepState::kDone;
-          } else if (absl::IsAlreadyExists(written)) {
-            outcome.state = StepState::kSkipped;  // stored meanwhile by another job
-          } else {
-            fail(written);
-            if (outcome.state == StepState::kCancelled) outcome.state = StepState::kFailed;
-          }
-        }
-      }
-    }
-  } catch (const std::exception& e) {
-    outcome.state = StepState::kFailed;
-    outcome.error = absl::StrCat("checkpoint '", checkpoint.path, "': ", e.what());
-  }
-  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return outcome;
-}
+// ---- Store and events ------------------------------------------------------------------
 
 void JobRunner::SaveCheckpoint(ActiveJob* job, size_t index) {
   job->record.updated_at = NowIso8601();

@@ -1,51 +1,65 @@
-// JobRunner: the job queue and the worker pool that turns checkpoints into stored metrics.
+// JobRunner: the job queue and the lease table that hands checkpoints to workers.
 //
 // Jobs live in the MetricsStore (the source of truth, so a restarted server resumes
-// them); the runner keeps the unfinished ones in memory, queues their pending
-// checkpoints, and runs them on `workers` threads, each owning one Extractor. For each
-// checkpoint: mark running, BuildProbe, skip when already stored (unless force), Extract,
-// WriteStep, mark done. A failing checkpoint fails alone; the job then ends failed.
+// them); the runner keeps the unfinished ones in memory with their pending checkpoints
+// queued first-in first-out by job, ascending by step. Workers (remote processes over
+// WorkerService, or the server's embedded ones over an in-process channel: one path)
+// lease one checkpoint at a time:
+//   Lease     -> the oldest pending checkpoint becomes running under a new lease id;
+//   Heartbeat -> extends the lease, publishes per-batch progress, tells of a cancel;
+//   Complete  -> checks the upload against the model shape and stores the step and the
+//                checkpoint's end in one transaction;
+//   Fail      -> the step fails, or goes back to pending (retryable, given back).
+// A lease with no heartbeat for `lease_timeout` expires: the step goes back to pending
+// with its attempt counted, and fails with the last error after `max_attempts`. Calls
+// naming a lease that is no longer current get FAILED_PRECONDITION and change nothing.
+// Leases are stored with the checkpoints: after a restart, embedded workers' leases go
+// back to pending and remote workers' leases get one `lease_timeout` to check in.
 //
-// Thread-safe. Submit/Cancel/Get/List/Watch do short store I/O but never wait for
-// extraction; Drain blocks until the workers have stopped. Every state change is written
-// to the store and published to the job's watchers under one lock, so watchers see the
-// store's order.
+// Thread-safe; nothing here waits for extraction. Store I/O happens under the lock except
+// a step's write in Complete. Every state change is written to the store and published to
+// the job's watchers under one lock, so watchers see the store's order.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "analysis/extractor.h"
+#include "absl/time/time.h"
+#include "anisoscope/v1/anisoscope.pb.h"
 #include "server/job_events.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server {
 
-// Makes one extractor; called once per worker when the runner is created.
-using ExtractorFactory = std::function<absl::StatusOr<std::unique_ptr<analysis::Extractor>>()>;
-
 class JobRunner {
  public:
   struct Options {
-    // Worker threads, each with its own extractor (Extract is not reentrant).
-    int workers = 1;
-    // Makes the workers' extractors; required.
-    ExtractorFactory extractor_factory;
+    // A lease with no heartbeat for this long expires (--lease-timeout).
+    absl::Duration lease_timeout = absl::Seconds(60);
+    // Leases of one step that may end without a result before it fails (--max-attempts).
+    int max_attempts = 3;
+    // The longest long poll a LeaseWork may ask for.
+    absl::Duration max_lease_wait = absl::Seconds(60);
+    // Compute dtype sent with every unit (--dtype).
+    std::string dtype = "float32";
   };
 
-  // `store` is not owned and must outlive the runner. Makes the extractors, re-queues the
-  // store's unfinished jobs (their running checkpoints become pending), starts the workers.
-  // INVALID_ARGUMENT for bad options; the factory's error when an extractor fails.
+  // Answer to a lease request: a unit, no unit (the wait ran out), or an error.
+  using LeaseCallback = std::function<void(absl::StatusOr<::anisoscope::v1::LeaseWorkResponse>)>;
+
+  // `store` is not owned and must outlive the runner. Re-queues the store's unfinished jobs
+  // and starts the thread that expires leases and long polls.
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(const Options& options,
                                                            storage::MetricsStore* store);
   ~JobRunner();  // Drains.
@@ -53,17 +67,18 @@ class JobRunner {
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
 
+  // ---- Jobs ----
   // Stores a new job (paths already resolved and checkpoints ascending) and queues it.
   // UNAVAILABLE while draining.
   absl::StatusOr<storage::JobRecord> Submit(const storage::JobSpec& spec);
-  // Cancels a job: pending checkpoints become cancelled, the running ones are interrupted,
-  // the job is cancelled at once (JOB_FINISHED follows when its running steps stop).
-  // NOT_FOUND for an unknown id, FAILED_PRECONDITION for a job already final.
+  // Cancels a job: its pending and leased checkpoints become cancelled (a leased one's
+  // worker hears it at its next heartbeat), the job is cancelled and finishes. A step whose
+  // upload is being stored finishes first. NOT_FOUND for an unknown id,
+  // FAILED_PRECONDITION for a job already final.
   absl::StatusOr<storage::JobRecord> Cancel(int64_t id);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<storage::JobRecord> Get(int64_t id);
-  // Most recent first, at most `limit`; only jobs of `run` unless it is empty (filtered
-  // here: the store lists every job).
+  // Most recent first, at most `limit`; only jobs of `run` unless it is empty.
   absl::StatusOr<std::vector<storage::JobRecord>> List(int limit, const std::string& run = "");
 
   // Sends `watcher` the job's snapshot, then its events up to JOB_FINISHED; for a job
@@ -73,9 +88,31 @@ class JobRunner {
   // Stops events to `watcher`; after it returns the watcher is never called again.
   void Unwatch(int64_t id, JobWatcher* watcher);
 
-  // Refuses new jobs, interrupts running extractions (their checkpoints go back to pending
-  // for the next start), lets writes in progress finish, closes watchers with UNAVAILABLE
-  // and joins the workers. Blocks; idempotent.
+  // ---- Leases (WorkerService) ----
+  // Answers `done` with the oldest pending checkpoint as a unit leased to
+  // request.worker, waiting up to request.wait_ms (capped) for one; `done` runs on this
+  // thread or on the runner's, never under its lock. `local`: the caller is an embedded
+  // worker (its lease never expires and is released at restart). UNAVAILABLE while
+  // draining. `ticket` (from NewLeaseTicket) names the wait for WithdrawLease.
+  void Lease(int64_t ticket, const ::anisoscope::v1::LeaseWorkRequest& request, bool local,
+             LeaseCallback done);
+  int64_t NewLeaseTicket();
+  // The caller of a waiting Lease went away: `done` is not called after this returns
+  // (unless it already was).
+  void WithdrawLease(int64_t ticket);
+  absl::StatusOr<::anisoscope::v1::HeartbeatResponse> Heartbeat(
+      const ::anisoscope::v1::HeartbeatRequest& request);
+  // INVALID_ARGUMENT when the upload does not fit the model shape it declares (the step
+  // then fails with that error); the store's error when the write fails (likewise).
+  absl::StatusOr<::anisoscope::v1::CompleteWorkResponse> Complete(
+      const ::anisoscope::v1::CompleteWorkRequest& request);
+  absl::Status Fail(const ::anisoscope::v1::FailWorkRequest& request);
+
+  // Stops leasing: waiting and later Lease calls get UNAVAILABLE, new jobs are refused.
+  // Leases already held stay valid (embedded workers give theirs back as they stop).
+  void StopLeasing();
+  // StopLeasing, then closes watchers with UNAVAILABLE and stops the runner's thread.
+  // Blocks; idempotent.
   void Drain();
   bool draining() const;
 
@@ -84,19 +121,38 @@ class JobRunner {
 
  private:
   struct ActiveJob;
-  struct WorkItem {
-    int64_t job_id = 0;
-    size_t index = 0;  // into record.checkpoints
-  };
-  struct StepOutcome;
+  struct LeaseEntry;
+  struct Waiter;
+  using StepKey = std::pair<int64_t, size_t>;  // (job id, index into record.checkpoints)
+  // Callbacks to run once the lock is released.
+  using Deliveries = std::vector<std::function<void()>>;
 
-  explicit JobRunner(storage::MetricsStore* store);
+  JobRunner(const Options& options, storage::MetricsStore* store);
 
   absl::Status Resume();
-  void AddJob(storage::JobRecord record, analysis::ProbeSpec probe)
+  void AddJob(storage::JobRecord record, ::anisoscope::v1::UnitProbe probe)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WorkerLoop(analysis::Extractor* extractor);
-  StepOutcome RunStep(analysis::Extractor* extractor, ActiveJob* job, size_t index);
+
+  // Leases the oldest pending step to `waiter`; false when none is pending.
+  bool GrantLocked(const Waiter& waiter, ::anisoscope::v1::LeaseWorkResponse* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands pending steps to waiting lease calls.
+  void DispatchLocked(Deliveries* deliveries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lease named by a worker's call; FAILED_PRECONDITION when it is not current.
+  absl::StatusOr<LeaseEntry*> FindLeaseLocked(const std::string& lease_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a lease: the step takes `state` (pending re-queues it) with `error`; then the job
+  // finishes if that was its last step, unless `finish_job` is false (the caller will).
+  void EndLeaseLocked(const std::string& lease_id, storage::StepState state,
+                      const std::string& error, Deliveries* deliveries, bool finish_job = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a lease that did not deliver (expired or retryable): pending again, or failed once
+  // the step has had max_attempts.
+  void RetryOrFailLocked(const std::string& lease_id, const std::string& error,
+                         Deliveries* deliveries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Expires leases and long polls whose time is up, until Drain.
+  void ReaperLoop();
+
   void SaveCheckpoint(ActiveJob* job, size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SaveJobState(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishStep(ActiveJob* job, size_t index, int kind, int done, int total)
@@ -104,15 +160,22 @@ class JobRunner {
   // Ends the job when no checkpoint is pending or running (never while draining).
   void MaybeFinish(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const Options options_;
   storage::MetricsStore* const store_;
-  std::vector<std::unique_ptr<analysis::Extractor>> extractors_;
-  std::vector<std::thread> threads_;
   JobEvents events_;
+  std::thread reaper_;
 
   mutable absl::Mutex mu_;
+  bool leasing_stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<WorkItem> queue_ ABSL_GUARDED_BY(mu_);
+  std::set<StepKey> pending_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::unique_ptr<ActiveJob>> active_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<LeaseEntry>> leases_ ABSL_GUARDED_BY(mu_);
+  // Leases ended by a cancel, so that their heartbeat can say so (bounded, oldest dropped).
+  std::set<std::string> cancelled_leases_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> cancelled_order_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::unique_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);  // by ticket
+  int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
 
   absl::Mutex join_mu_;  // serializes Drain's join
 };

@@ -44,8 +44,10 @@ int main(int argc, char** argv) {
 
   const anisoscope::analysis::TorchExtractorOptions extractor_options = options->extractor;
   absl::StatusOr<std::unique_ptr<AnisoscopeServer>> server =
-      AnisoscopeServer::Create(*options, [extractor_options] {
-        return anisoscope::analysis::CreateTorchExtractor(extractor_options);
+      AnisoscopeServer::Create(*options, [extractor_options](const std::string& dtype) {
+        anisoscope::analysis::TorchExtractorOptions with_dtype = extractor_options;
+        with_dtype.dtype = dtype;
+        return anisoscope::analysis::CreateTorchExtractor(with_dtype);
       });
   if (!server.ok()) {
     // INVALID_ARGUMENT is a bad flag value (e.g. an --allow-root that does not exist).

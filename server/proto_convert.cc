@@ -46,6 +46,8 @@ void ToProto(const storage::JobCheckpoint& checkpoint, pb::CheckpointStatus* out
   out->set_error(checkpoint.error);
   out->set_probe_id(checkpoint.probe_id);
   out->set_seconds(checkpoint.seconds);
+  out->set_attempt(checkpoint.attempt);
+  out->set_worker(checkpoint.worker);
 }
 
 void ToProto(const storage::JobRecord& job, pb::Job* out) {
@@ -157,28 +159,6 @@ absl::Status ProbeSpecFromProto(const pb::ProbeSpec& probe, storage::JobSpec* sp
   return absl::OkStatus();
 }
 
-absl::StatusOr<analysis::ProbeSpec> ToAnalysisProbeSpec(const storage::JobSpec& spec) {
-  analysis::ProbeSpec probe;
-  if (spec.probe_source == "tokens") {
-    probe.source = analysis::ProbeSource::kTokens;
-  } else if (spec.probe_source == "text") {
-    probe.source = analysis::ProbeSource::kText;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown probe source '", spec.probe_source, "'"));
-  }
-  if (spec.probe_mode == "windows" || spec.probe_mode.empty()) {
-    probe.mode = analysis::TextMode::kWindows;
-  } else if (spec.probe_mode == "lines") {
-    probe.mode = analysis::TextMode::kLines;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown probe mode '", spec.probe_mode, "'"));
-  }
-  probe.file = spec.probe_path;
-  probe.samples = spec.samples;
-  probe.seq_len = spec.seq_len;
-  return probe;
-}
 
 storage::SeriesQuery FromProto(const pb::QuerySeriesRequest& request) {
   storage::SeriesQuery query;
@@ -205,32 +185,5 @@ storage::VectorQuery FromProto(const pb::QueryVectorsRequest& request) {
   return query;
 }
 
-storage::StepResult ToStepResult(const std::string& run, int64_t step,
-                                 const std::string& checkpoint_path, int64_t checkpoint_bytes,
-                                 const analysis::Probe& probe,
-                                 const analysis::CheckpointMetrics& metrics) {
-  storage::StepResult result;
-  result.run = run;
-  result.probe.id = probe.id;
-  result.probe.description = probe.description;
-  result.probe.num_samples = metrics.num_samples;
-  result.probe.num_tokens = metrics.num_tokens;
-  result.step = step;
-  result.checkpoint_path = checkpoint_path;
-  result.checkpoint_bytes = checkpoint_bytes;
-  result.model_family = metrics.shape.family;
-  result.num_layers = metrics.shape.num_layers;
-  result.num_heads = metrics.shape.num_heads;
-  result.head_dim = metrics.shape.head_dim;
-  result.seconds = metrics.seconds;
-  analysis::ForEachScalar(metrics, [&](std::string_view name, int layer, int head, double value) {
-    result.scalars.push_back({std::string(name), layer, head, value});
-  });
-  analysis::ForEachVector(
-      metrics, [&](std::string_view kind, int layer, int head, const std::vector<double>& values) {
-        result.vectors.push_back({std::string(kind), layer, head, values});
-      });
-  return result;
-}
 
 }  // namespace anisoscope::server

@@ -1,13 +1,11 @@
-// Conversions between the wire types (anisoscope.v1), the store's records and the engine's
-// types. Pure functions; thread-safe.
+// Conversions between the wire types (anisoscope.v1) and the store's records. Pure
+// functions; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
-#include "analysis/metrics/checkpoint_metrics.h"
-#include "analysis/probe/probe.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "storage/types.h"
 
@@ -31,17 +29,8 @@ pb::ProbeSpec ProbeSpecToProto(const storage::JobSpec& spec);
 // the caller (it must be resolved first). INVALID_ARGUMENT for an unspecified source or a
 // negative count.
 absl::Status ProbeSpecFromProto(const pb::ProbeSpec& probe, storage::JobSpec* spec);
-// The engine's probe spec for a stored job; INVALID_ARGUMENT for an unknown source or mode.
-absl::StatusOr<analysis::ProbeSpec> ToAnalysisProbeSpec(const storage::JobSpec& spec);
 
 storage::SeriesQuery FromProto(const pb::QuerySeriesRequest& request);
 storage::VectorQuery FromProto(const pb::QueryVectorsRequest& request);
-
-// Everything the store keeps of one extracted checkpoint: every scalar (ForEachScalar) and
-// the q_mean / k_mean vectors of every (layer, head).
-storage::StepResult ToStepResult(const std::string& run, int64_t step,
-                                 const std::string& checkpoint_path, int64_t checkpoint_bytes,
-                                 const analysis::Probe& probe,
-                                 const analysis::CheckpointMetrics& metrics);
 
 }  // namespace anisoscope::server

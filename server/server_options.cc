@@ -59,7 +59,9 @@ bool IsDevice(const std::string& value) {
 std::string ServerUsage() {
   return R"(usage: anisoscope-server --allow-root DIR [flags]
 
-Serves anisoscope.v1 JobService and QueryService (and grpc.health.v1) over gRPC.
+Serves anisoscope.v1 JobService, QueryService and WorkerService (and grpc.health.v1)
+over gRPC. Checkpoints are analysed by embedded workers (--workers) and by
+anisoscope-worker processes that lease them over WorkerService.
 
 flags:
   --listen HOST:PORT   address to serve on; port 0 picks a free port (default 127.0.0.1:50051)
@@ -71,7 +73,12 @@ flags:
                        port 0 picks a free port (default: off)
   --web-dir DIR        the dashboard's files, served at / by --http-listen
                        (default: <executable's directory>/../web, i.e. build/web)
-  --workers N          extraction worker threads, one extractor each (default 1)
+  --workers N          embedded worker threads, one extractor each; 0 leaves all work to
+                       remote anisoscope-worker processes (default 1)
+  --lease-timeout S    seconds without a heartbeat after which a worker's lease expires and
+                       its checkpoint goes back to pending (default 60)
+  --max-attempts N     leases of one checkpoint that may end without a result (expired or
+                       retryable) before it fails with the last error (default 3)
   --device DEV         cpu, cuda or cuda:N (default cpu)
   --threads N          intra-op threads per worker; 0 uses every core (default 0)
   --batch-size N       probe samples per forward; 0 sizes each batch from its sequence
@@ -82,8 +89,9 @@ flags:
 
 On start it prints "listening on HOST:PORT" to stdout, then, with --http-listen,
 "dashboard at http://HOST:PORT/". SIGTERM or SIGINT drains: new jobs are
-refused (UNAVAILABLE), running extractions stop and their checkpoints stay pending for the
-next start, and the server exits 0.
+refused (UNAVAILABLE), embedded workers stop and give their checkpoints back (pending for
+the next start), remote workers' leases stay valid for them to finish after a restart, and
+the server exits 0.
 )";
 }
 
@@ -119,7 +127,19 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
          return absl::OkStatus();
        }},
       {"workers",
-       [&](const std::string& v) { return ParseInt("workers", v, 1, &options.workers); }},
+       [&](const std::string& v) { return ParseInt("workers", v, 0, &options.workers); }},
+      {"max-attempts",
+       [&](const std::string& v) { return ParseInt("max-attempts", v, 1, &options.max_attempts); }},
+      {"lease-timeout",
+       [&](const std::string& v) {
+         double seconds = 0;
+         if (!absl::SimpleAtod(v, &seconds) || !(seconds > 0) || seconds > 86400) {
+           return absl::InvalidArgumentError(absl::StrCat(
+               "--lease-timeout wants seconds, more than 0 and at most 86400, got '", v, "'"));
+         }
+         options.lease_timeout_seconds = seconds;
+         return absl::OkStatus();
+       }},
       {"device",
        [&](const std::string& v) {
          if (!IsDevice(v)) {

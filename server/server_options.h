@@ -21,8 +21,13 @@ struct ServerOptions {
   std::string http_listen;
   // --web-dir: the dashboard's files; empty: DefaultWebDir().
   std::string web_dir;
-  // --workers: extraction worker threads, each with its own extractor.
+  // --workers: embedded worker threads, each with its own extractor; 0 leaves all work to
+  // remote anisoscope-worker processes.
   int workers = 1;
+  // --lease-timeout: seconds without a heartbeat after which a worker's lease expires.
+  double lease_timeout_seconds = 60;
+  // --max-attempts: leases of one step that may end without a result before it fails.
+  int max_attempts = 3;
   // --device, --dtype, --threads, --batch-size: how each worker's extractor runs.
   analysis::TorchExtractorOptions extractor;
   // --log-level: trace, debug, info, warn, error.

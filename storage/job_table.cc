@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "storage/result_tables.h"
 
 namespace anisoscope::storage {
 namespace {
@@ -47,8 +48,8 @@ absl::StatusOr<JobRecord> JobFromRow(const Statement& row) {
 absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
   ASSIGN_OR_RETURN(
       Statement select,
-      db->Prepare("SELECT step, path, size_bytes, state, error, probe_id, seconds FROM checkpoints "
-                  "WHERE job_id = ? ORDER BY step"));
+      db->Prepare("SELECT step, path, size_bytes, state, error, probe_id, seconds, attempt, "
+                  "lease_id, lease_local, worker FROM checkpoints WHERE job_id = ? ORDER BY step"));
   RETURN_IF_ERROR(select.BindAll(job->id));
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
@@ -67,6 +68,10 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
     checkpoint.error = select.ColumnText(4);
     checkpoint.probe_id = select.ColumnText(5);
     checkpoint.seconds = select.ColumnDouble(6);
+    checkpoint.attempt = select.ColumnInt(7);
+    checkpoint.lease_id = select.ColumnText(8);
+    checkpoint.lease_local = select.ColumnInt(9) != 0;
+    checkpoint.worker = select.ColumnText(10);
   }
   return absl::OkStatus();
 }
@@ -192,24 +197,56 @@ absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std
   return absl::OkStatus();
 }
 
-absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint) {
-  ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
-  ASSIGN_OR_RETURN(
-      Statement update,
-      db->Prepare(
-          "UPDATE checkpoints SET state = ?, error = ?, probe_id = ?, seconds = ?, size_bytes = ? "
-          "WHERE job_id = ? AND step = ?"));
+absl::Status UpdateCheckpointInTransaction(SqliteDb* db, int64_t job_id,
+                                           const JobCheckpoint& checkpoint) {
+  ASSIGN_OR_RETURN(Statement update,
+                   db->Prepare("UPDATE checkpoints SET state = ?, error = ?, probe_id = ?, "
+                               "seconds = ?, size_bytes = ?, attempt = ?, lease_id = ?, "
+                               "lease_local = ?, worker = ? WHERE job_id = ? AND step = ?"));
   RETURN_IF_ERROR(update.BindAll(StepStateName(checkpoint.state), checkpoint.error,
                                  checkpoint.probe_id, checkpoint.seconds, checkpoint.size_bytes,
-                                 job_id, checkpoint.step));
+                                 checkpoint.attempt, checkpoint.lease_id,
+                                 int64_t{checkpoint.lease_local ? 1 : 0}, checkpoint.worker, job_id,
+                                 checkpoint.step));
   RETURN_IF_ERROR(update.Run());
   if (db->Changes() == 0) {
     RETURN_IF_ERROR(GetJobFromDb(db, job_id).status());
     return absl::NotFoundError(
         absl::StrCat("job ", job_id, " has no checkpoint at step ", checkpoint.step));
   }
-  RETURN_IF_ERROR(BumpUpdatedAt(db, job_id));
+  return BumpUpdatedAt(db, job_id);
+}
+
+absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint) {
+  ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
+  RETURN_IF_ERROR(UpdateCheckpointInTransaction(db, job_id, checkpoint));
   return transaction.Commit();
+}
+
+absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
+                                          const std::string& lease_id, JobCheckpoint checkpoint,
+                                          const StepResult* result, bool replace) {
+  ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT lease_id FROM checkpoints WHERE job_id = ? AND step = ?"));
+  RETURN_IF_ERROR(select.BindAll(job_id, checkpoint.step));
+  ASSIGN_OR_RETURN(const bool found, select.Step());
+  if (!found || lease_id.empty() || select.ColumnText(0) != lease_id) {
+    return absl::FailedPreconditionError(absl::StrCat("lease ", lease_id, " of job ", job_id,
+                                                      " step ", checkpoint.step,
+                                                      " is no longer current"));
+  }
+  if (result != nullptr) {
+    const absl::Status written = WriteStepInTransaction(db, *result, replace);
+    if (absl::IsAlreadyExists(written)) {
+      checkpoint.state = StepState::kSkipped;  // stored meanwhile by another job
+    } else {
+      RETURN_IF_ERROR(written);
+    }
+  }
+  RETURN_IF_ERROR(UpdateCheckpointInTransaction(db, job_id, checkpoint));
+  RETURN_IF_ERROR(transaction.Commit());
+  return checkpoint.state;
 }
 
 }  // namespace anisoscope::storage

@@ -24,6 +24,8 @@ absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& run, const std
 // INVALID_ARGUMENT for an empty run/probe/metric name or an architecture that differs
 // from the run's stored one; ALREADY_EXISTS for a stored step unless `replace`.
 absl::Status WriteStepToDb(SqliteDb* db, const StepResult& result, bool replace);
+// The same inside the caller's transaction (which a failure leaves to be rolled back).
+absl::Status WriteStepInTransaction(SqliteDb* db, const StepResult& result, bool replace);
 
 // Every run by name, with its probes and distinct steps.
 absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db);

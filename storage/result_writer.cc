@@ -1,4 +1,4 @@
-// WriteStepToDb and HasStepInDb (declared in storage/result_tables.h).
+// WriteStepToDb, WriteStepInTransaction and HasStepInDb (declared in storage/result_tables.h).
 #include <cmath>
 #include <string>
 
@@ -169,8 +169,13 @@ absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& run, const std
 }
 
 absl::Status WriteStepToDb(SqliteDb* db, const StepResult& result, bool replace) {
-  RETURN_IF_ERROR(Validate(result));
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
+  RETURN_IF_ERROR(WriteStepInTransaction(db, result, replace));
+  return transaction.Commit();
+}
+
+absl::Status WriteStepInTransaction(SqliteDb* db, const StepResult& result, bool replace) {
+  RETURN_IF_ERROR(Validate(result));
   ASSIGN_OR_RETURN(const int64_t run_id, UpsertRun(db, result));
   RETURN_IF_ERROR(UpsertProbe(db, result.probe));
   RETURN_IF_ERROR(ClearStep(db, run_id, result, replace));
@@ -186,8 +191,7 @@ absl::Status WriteStepToDb(SqliteDb* db, const StepResult& result, bool replace)
   const int64_t step_id = db->LastInsertRowId();
 
   RETURN_IF_ERROR(InsertScalars(db, step_id, result));
-  RETURN_IF_ERROR(InsertVectors(db, step_id, result));
-  return transaction.Commit();
+  return InsertVectors(db, step_id, result);
 }
 
 }  // namespace anisoscope::storage

@@ -89,6 +89,15 @@ CREATE TABLE checkpoints (
   PRIMARY KEY (job_id, step)
 ) WITHOUT ROWID;
 )sql",
+      // 3: leases. `attempt` counts the leases of a step that may end it (a lease given
+      // back does not count); `lease_id` is the current lease ('' when none), `lease_local`
+      // marks a lease held by one of the server's embedded workers, `worker` its holder.
+      R"sql(
+ALTER TABLE checkpoints ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN lease_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE checkpoints ADD COLUMN lease_local INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN worker TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return *migrations;
 }

@@ -34,6 +34,9 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() override;
   absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
   absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;
+  absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,
+                                        const JobCheckpoint& checkpoint, const StepResult* result,
+                                        bool replace) override;
 
  private:
   explicit SqliteMetricsStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}

@@ -139,6 +139,10 @@ struct JobCheckpoint {
   std::string error;
   std::string probe_id;
   double seconds = 0;
+  int attempt = 0;          // leases of this step that counted (1 while the first runs)
+  std::string lease_id;     // the current lease; empty when none
+  bool lease_local = false; // the lease is held by one of the server's embedded workers
+  std::string worker;       // the latest lease holder's name
 };
 
 struct JobRecord {

@@ -126,24 +126,47 @@ absl::StatusOr<Probe> ReadTokenProbe(const std::filesystem::path& file, int64_t 
   std::ifstream in;
   RETURN_IF_ERROR(internal::OpenProbeFile(file, &in));
 
-  Probe probe;
+  std::vector<std::vector<int64_t>> samples;
   std::string line;
   for (int64_t line_number = 1;
-       static_cast<int64_t>(probe.samples.size()) < max_samples && std::getline(in, line);
+       static_cast<int64_t>(samples.size()) < max_samples && std::getline(in, line);
        ++line_number) {
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     ASSIGN_OR_RETURN(std::vector<int64_t> ids,
                      ParseIdLine(line, absl::StrCat(file.string(), " line ", line_number)));
-    if (static_cast<int64_t>(ids.size()) > seq_len) ids.resize(seq_len);
-    probe.samples.push_back(std::move(ids));
+    samples.push_back(std::move(ids));
   }
   if (in.bad()) {
     return absl::InvalidArgumentError(absl::StrCat("cannot read probe file: ", file.string()));
   }
-  if (probe.samples.empty()) {
+  return TokenProbeFromIds(std::move(samples), file, max_samples, seq_len);
+}
+
+absl::StatusOr<Probe> TokenProbeFromIds(std::vector<std::vector<int64_t>> samples,
+                                        const std::filesystem::path& file, int64_t max_samples,
+                                        int64_t seq_len) {
+  RETURN_IF_ERROR(internal::CheckProbeLimits(file, max_samples, seq_len, 1));
+  if (samples.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("probe file ", file.string(), " has no samples (empty or blank lines only)"));
   }
+  if (static_cast<int64_t>(samples.size()) > max_samples) samples.resize(max_samples);
+  for (size_t s = 0; s < samples.size(); ++s) {
+    std::vector<int64_t>& ids = samples[s];
+    if (ids.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("probe file ", file.string(), ": sample ", s, " is empty"));
+    }
+    for (size_t t = 0; t < ids.size(); ++t) {
+      if (ids[t] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("probe file ", file.string(), ": sample ",
+                                                       s, " token ", t, " is negative"));
+      }
+    }
+    if (static_cast<int64_t>(ids.size()) > seq_len) ids.resize(seq_len);
+  }
+  Probe probe;
+  probe.samples = std::move(samples);
   probe.id = ComputeProbeId(probe.samples);
   probe.description =
       absl::StrCat("tokens ", file.filename().string(), " ", probe.samples.size(), " samples");

@@ -30,7 +30,12 @@ enum class TextMode { kWindows, kLines };
 // What the user asked for; turned into a Probe per checkpoint (text needs its tokenizer).
 struct ProbeSpec {
   ProbeSource source = ProbeSource::kTokens;
+  // The token-id or text file. For kTokens with `token_ids` given, only its name is used
+  // (for the description).
   std::filesystem::path file;
+  // kTokens: the file's samples already read (e.g. sent to a worker by the server); empty:
+  // read `file`.
+  std::vector<std::vector<int64_t>> token_ids;
   TextMode mode = TextMode::kWindows;
   // Number of samples taken (the first ones); the paper uses 128.
   int64_t samples = 128;
@@ -45,6 +50,11 @@ std::string ComputeProbeId(const std::vector<std::vector<int64_t>>& samples);
 // the first `max_samples` lines, each truncated to `seq_len`. Errors name file and line.
 absl::StatusOr<Probe> ReadTokenProbe(const std::filesystem::path& file, int64_t max_samples,
                                      int64_t seq_len);
+// The same probe from samples already read from `file`: the first `max_samples`, each
+// truncated to `seq_len`. INVALID_ARGUMENT for no samples, an empty one or a negative id.
+absl::StatusOr<Probe> TokenProbeFromIds(std::vector<std::vector<int64_t>> samples,
+                                        const std::filesystem::path& file, int64_t max_samples,
+                                        int64_t seq_len);
 
 // Special tokens put around every text sample: BERT [CLS] … [SEP]; none for causal BPE
 // models (GPT-2, GPT-NeoX), whose probes carry no special tokens by default.

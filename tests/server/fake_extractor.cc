@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,10 @@ analysis::CheckpointMetrics FakeMetricsFor(const fs::path& checkpoint_dir) {
 }
 
 std::string FakeProbeId(const fs::path& probe_file) {
+  constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
+  if (auto tokens = analysis::ReadTokenProbe(probe_file, kAll, kAll); tokens.ok()) {
+    return tokens->id;  // what a unit's token ids hash to
+  }
   std::ifstream in(probe_file, std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
@@ -105,14 +110,21 @@ bool FakeEngine::WaitStarted(int n) const {
   return true;
 }
 
-ExtractorFactory FakeEngine::Factory() {
-  return [this]() -> absl::StatusOr<std::unique_ptr<analysis::Extractor>> {
+worker::ExtractorFactory FakeEngine::Factory() {
+  return [this](const std::string&) -> absl::StatusOr<std::unique_ptr<analysis::Extractor>> {
     return std::make_unique<FakeExtractor>(this);
   };
 }
 
 absl::StatusOr<analysis::Probe> FakeExtractor::BuildProbe(const fs::path& checkpoint_dir,
                                                           const analysis::ProbeSpec& spec) {
+  if (!spec.token_ids.empty()) {
+    analysis::Probe probe;
+    probe.samples = spec.token_ids;
+    probe.id = analysis::ComputeProbeId(probe.samples);
+    probe.description = absl::StrCat("fake ", spec.file.filename().string());
+    return probe;
+  }
   if (!fs::is_regular_file(spec.file)) {
     return absl::NotFoundError(absl::StrCat("probe file '", spec.file.string(), "' missing"));
   }

@@ -13,13 +13,14 @@
 
 #include "absl/synchronization/mutex.h"
 #include "analysis/extractor.h"
-#include "server/job_runner.h"
+#include "worker/unit_runner.h"
 
 namespace anisoscope::server::testing {
 
 // Shape of the fake model: 2 layers, 2 heads, head_dim 4 ("bert").
 analysis::CheckpointMetrics FakeMetricsFor(const std::filesystem::path& checkpoint_dir);
-// "p" + 16 hex digits derived from the probe file's bytes.
+// The probe id the fake gives a probe file: its token ids' id (ComputeProbeId) for a token
+// file, else "p" + 16 hex digits of its bytes.
 std::string FakeProbeId(const std::filesystem::path& probe_file);
 
 class FakeEngine {
@@ -40,7 +41,7 @@ class FakeEngine {
   // Waits until `n` Extract calls have started; false after 10 s.
   bool WaitStarted(int n) const;
 
-  ExtractorFactory Factory();
+  worker::ExtractorFactory Factory();
 
  private:
   friend class FakeExtractor;

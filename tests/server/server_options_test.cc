@@ -46,8 +46,10 @@ TEST(ServerOptionsTest, BadFlagsAreOneLineErrors) {
   const std::vector<std::vector<const char*>> bad = {
       {},
       {"--allow-root", "/a", "--bogus"},
-      {"--allow-root", "/a", "--workers", "0"},
       {"--allow-root", "/a", "--workers", "two"},
+      {"--allow-root", "/a", "--workers", "-1"},
+      {"--allow-root", "/a", "--lease-timeout", "0"},
+      {"--allow-root", "/a", "--max-attempts", "0"},
       {"--allow-root", "/a", "--device", "tpu"},
       {"--allow-root", "/a", "--dtype", "int8"},
       {"--allow-root", "/a", "--listen", "nocolon"},

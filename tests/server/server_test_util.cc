@@ -43,17 +43,21 @@ void ServerFixture::StartServer(int workers) {
   options.workers = workers;
   options.http_listen = http_listen_;
   options.web_dir = web_dir_.string();
+  options.lease_timeout_seconds = lease_timeout_seconds_;
+  options.max_attempts = max_attempts_;
   auto server = AnisoscopeServer::Create(options, engine_->Factory());
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(server).value();
   channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
   jobs_ = pb::JobService::NewStub(channel_);
   queries_ = pb::QueryService::NewStub(channel_);
+  workers_ = pb::WorkerService::NewStub(channel_);
 }
 
 void ServerFixture::StopServer() {
   jobs_.reset();
   queries_.reset();
+  workers_.reset();
   channel_.reset();
   if (server_ != nullptr) server_->Shutdown(absl::Seconds(5));
   server_.reset();

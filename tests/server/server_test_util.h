@@ -50,11 +50,15 @@ class ServerFixture : public ::testing::Test {
   // Set before StartServer to serve the HTTP API too (ServerOptions::http_listen, web_dir).
   std::string http_listen_;
   fs::path web_dir_;
+  // Set before StartServer: ServerOptions::lease_timeout_seconds and max_attempts.
+  double lease_timeout_seconds_ = 60;
+  int max_attempts_ = 3;
   std::unique_ptr<FakeEngine> engine_;
   std::unique_ptr<AnisoscopeServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::JobService::Stub> jobs_;
   std::unique_ptr<pb::QueryService::Stub> queries_;
+  std::unique_ptr<pb::WorkerService::Stub> workers_;
 };
 
 }  // namespace anisoscope::server::testing

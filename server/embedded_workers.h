@@ -1,0 +1,49 @@
+// EmbeddedWorkers: the server's own workers (--workers N), each a WorkerLoop on a thread,
+// leasing over an in-process channel to this server's WorkerService: the same lease path
+// as remote anisoscope-worker processes. Stop interrupts their units and gives the leases
+// back. Start and Stop are called from one thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "common/path_policy.h"
+#include "worker/unit_runner.h"
+#include "worker/worker_loop.h"
+
+namespace anisoscope::server {
+
+// The metadata key that marks an embedded worker's call; its value is a random key made
+// per server start (WorkerServiceImpl checks it).
+inline constexpr char kEmbeddedWorkerKey[] = "x-anisoscope-embedded-worker";
+
+class EmbeddedWorkers {
+ public:
+  // Starts `count` workers named embedded-1 … embedded-N reporting `device`. `policy` is
+  // not owned and outlives the workers. The factory's error when it cannot make an
+  // extractor (e.g. CUDA asked for and absent).
+  // Every call carries kEmbeddedWorkerKey: `key`, so the server knows its own workers.
+  static absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> Start(
+      int count, const std::shared_ptr<grpc::Channel>& channel, worker::ExtractorFactory factory,
+      const PathPolicy* policy, const std::string& device, const std::string& key);
+  ~EmbeddedWorkers();  // Stop.
+
+  // Interrupts the units in progress (their leases go back to pending) and joins. Blocks;
+  // idempotent.
+  void Stop();
+
+ private:
+  EmbeddedWorkers() = default;
+
+  worker::ExtractorFactory factory_;
+  std::unique_ptr<::anisoscope::v1::WorkerService::Stub> stub_;
+  std::vector<std::unique_ptr<worker::WorkerLoop>> loops_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace anisoscope::server

@@ -1,0 +1,145 @@
+#include "server/step_upload.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/metrics/checkpoint_metrics.h"
+#include "common/status_macros.h"
+
+namespace anisoscope::server {
+namespace {
+
+namespace pb = ::anisoscope::v1;
+
+absl::Status Refuse(const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("metrics.", field, ": ", why));
+}
+
+absl::Status CheckShape(const pb::StepMetrics& metrics) {
+  if (metrics.model_family().empty()) return Refuse("model_family", "empty");
+  const std::pair<const char*, int> dimensions[] = {{"num_layers", metrics.num_layers()},
+                                                    {"num_heads", metrics.num_heads()},
+                                                    {"head_dim", metrics.head_dim()}};
+  for (const auto& [name, value] : dimensions) {
+    if (value < 1 || value > kMaxShapeDimension) {
+      return Refuse(name, absl::StrCat(value, " is outside 1..", kMaxShapeDimension));
+    }
+  }
+  return absl::OkStatus();
+}
+
+const std::string& BlockName(const pb::ScalarBlock& block) { return block.metric(); }
+const std::string& BlockName(const pb::VectorBlock& block) { return block.kind(); }
+
+// Checks that `blocks` name each of `required` once (plus any of `optional`), each with
+// `size` values; calls `use(name, values)` for each.
+template <typename Block, typename Use>
+absl::Status CheckBlocks(const google::protobuf::RepeatedPtrField<Block>& blocks,
+                         const std::string& field, const std::vector<std::string>& required,
+                         const std::vector<std::string>& optional, size_t size, Use use) {
+  std::set<std::string> seen;
+  for (int i = 0; i < blocks.size(); ++i) {
+    const Block& block = blocks[i];
+    const std::string& name = BlockName(block);
+    const std::string where = absl::StrCat(field, "[", i, "] '", name, "'");
+    const bool known = std::find(required.begin(), required.end(), name) != required.end() ||
+                       std::find(optional.begin(), optional.end(), name) != optional.end();
+    if (!known) {
+      return Refuse(where, absl::StrCat("unknown; expected ", absl::StrJoin(required, ", ")));
+    }
+    if (!seen.insert(name).second) return Refuse(where, "given twice");
+    if (static_cast<size_t>(block.values_size()) != size) {
+      return Refuse(where, absl::StrCat(block.values_size(), " values, the shape needs ", size));
+    }
+    use(name, block.values());
+  }
+  for (const std::string& name : required) {
+    if (seen.count(name) == 0) return Refuse(field, absl::StrCat("'", name, "' is missing"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckProbe(const pb::Probe& probe) {
+  const std::string& id = probe.id();
+  const bool hex = id.size() == 17 && id[0] == 'p' &&
+                   id.find_first_not_of("0123456789abcdef", 1) == std::string::npos;
+  if (!hex) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("probe.id '", id, "' is not 'p' and 16 hex digits"));
+  }
+  if (probe.num_samples() < 1 || probe.num_tokens() < probe.num_samples()) {
+    return absl::InvalidArgumentError(absl::StrCat("probe.num_samples ", probe.num_samples(),
+                                                   " / num_tokens ", probe.num_tokens(),
+                                                   " are not a probe's counts"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkRequest& upload,
+                                                         const std::string& run, int64_t step,
+                                                         const std::string& checkpoint_path) {
+  const pb::StepMetrics& metrics = upload.metrics();
+  RETURN_IF_ERROR(CheckShape(metrics));
+  RETURN_IF_ERROR(CheckProbe(upload.probe()));
+  if (upload.checkpoint_bytes() < 0 || !(upload.seconds() >= 0)) {
+    return absl::InvalidArgumentError("checkpoint_bytes and seconds must not be negative");
+  }
+  storage::StepResult result;
+  result.run = run;
+  result.step = step;
+  result.checkpoint_path = checkpoint_path;
+  result.checkpoint_bytes = upload.checkpoint_bytes();
+  result.seconds = upload.seconds();
+  result.probe = {upload.probe().id(), upload.probe().description(), upload.probe().num_samples(),
+                  upload.probe().num_tokens()};
+  result.model_family = metrics.model_family();
+  result.num_layers = metrics.num_layers();
+  result.num_heads = metrics.num_heads();
+  result.head_dim = metrics.head_dim();
+
+  const int layers = metrics.num_layers();
+  const int heads = metrics.num_heads();
+  const size_t head_dim = metrics.head_dim();
+  const size_t per_head = static_cast<size_t>(layers) * heads;
+  RETURN_IF_ERROR(CheckBlocks(
+      metrics.per_head(), "per_head", analysis::PerHeadMetricNames(), {}, per_head,
+      [&](const std::string& name, const auto& values) {
+        for (size_t i = 0; i < per_head; ++i) {
+          result.scalars.push_back({name, static_cast<int>(i / heads), static_cast<int>(i % heads),
+                                    values[static_cast<int>(i)]});
+        }
+      }));
+  RETURN_IF_ERROR(CheckBlocks(
+      metrics.per_hidden_state(), "per_hidden_state", analysis::PerHiddenStateMetricNames(), {},
+      static_cast<size_t>(layers) + 1, [&](const std::string& name, const auto& values) {
+        for (int i = 0; i <= layers; ++i) result.scalars.push_back({name, i, -1, values[i]});
+      }));
+  const std::vector<std::string>& kinds = analysis::VectorKinds();
+  const std::vector<std::string> required(kinds.begin(), kinds.begin() + 2);  // q_mean, k_mean
+  const std::vector<std::string> optional(kinds.begin() + 2, kinds.end());    // pre-rotary
+  RETURN_IF_ERROR(CheckBlocks(
+      metrics.vectors(), "vectors", required, optional, per_head * head_dim,
+      [&](const std::string& kind, const auto& values) {
+        for (size_t i = 0; i < per_head; ++i) {
+          storage::VectorValue& vector = result.vectors.emplace_back();
+          vector.kind = kind;
+          vector.layer = static_cast<int>(i / heads);
+          vector.head = static_cast<int>(i % heads);
+          vector.values.assign(values.begin() + i * head_dim, values.begin() + (i + 1) * head_dim);
+        }
+      }));
+  const int pre_rotary = metrics.vectors_size() - 2;
+  if (pre_rotary != 0 && pre_rotary != static_cast<int>(optional.size())) {
+    return Refuse("vectors", absl::StrCat("give both of ", absl::StrJoin(optional, ", "),
+                                          " or neither"));
+  }
+  return result;
+}
+
+}  // namespace anisoscope::server

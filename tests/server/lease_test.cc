@@ -1,0 +1,250 @@
+// The lease protocol over real gRPC, played by the test as a remote worker (no embedded
+// workers): expiry and attempts, stale calls, cancel, skip, restart, long polls, the
+// largest upload a supported family makes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "tests/server/server_test_util.h"
+#include "worker/metrics_upload.h"
+
+namespace anisoscope::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LeaseTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerFixture::SetUp();
+    lease_timeout_seconds_ = 0.3;
+  }
+
+  // Leases as worker `name`, waiting up to `wait_ms`; fails the test on an error.
+  std::optional<pb::WorkUnit> Lease(int wait_ms = 2000, const std::string& name = "remote-1") {
+    grpc::ClientContext context;
+    pb::LeaseWorkRequest request;
+    request.mutable_worker()->set_name(name);
+    request.set_wait_ms(wait_ms);
+    pb::LeaseWorkResponse response;
+    const grpc::Status status = workers_->LeaseWork(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    if (!response.has_unit()) return std::nullopt;
+    return response.unit();
+  }
+
+  grpc::Status Heartbeat(const pb::WorkUnit& unit, pb::HeartbeatResponse* response,
+                         const std::string& probe_id = "") {
+    grpc::ClientContext context;
+    pb::HeartbeatRequest request;
+    request.set_lease_id(unit.lease_id());
+    request.set_probe_id(probe_id);
+    return workers_->Heartbeat(&context, request, response);
+  }
+
+  grpc::Status Complete(const pb::WorkUnit& unit, const analysis::CheckpointMetrics& metrics,
+                        pb::CompleteWorkResponse* response) {
+    grpc::ClientContext context;
+    pb::CompleteWorkRequest request;
+    request.set_lease_id(unit.lease_id());
+    request.mutable_probe()->set_id(FakeProbeId(probe_));
+    request.mutable_probe()->set_num_samples(2);
+    request.mutable_probe()->set_num_tokens(7);
+    *request.mutable_metrics() = worker::ToUpload(metrics);
+    return workers_->CompleteWork(&context, request, response);
+  }
+
+  int64_t SubmitSteps(const std::string& run, const std::vector<int64_t>& steps) {
+    pb::Job job;
+    EXPECT_TRUE(Submit(DirRequest(run, MakeCheckpoints(run, steps)), &job).ok());
+    return job.id();
+  }
+
+  int StoredSteps(const std::string& run) {
+    grpc::ClientContext context;
+    pb::ListRunsResponse runs;
+    EXPECT_TRUE(queries_->ListRuns(&context, pb::ListRunsRequest(), &runs).ok());
+    for (const pb::Run& r : runs.runs()) {
+      if (r.name() == run) return r.steps_size();
+    }
+    return 0;
+  }
+};
+
+TEST_F(LeaseTest, ExpiredLeaseGoesBackWithItsAttemptCountedAndStaleCompleteWritesNothing) {
+  StartServer(/*workers=*/0);
+  const int64_t id = SubmitSteps("r", {100});
+  std::optional<pb::WorkUnit> first = Lease();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->attempt(), 1);
+  EXPECT_EQ(first->step(), 100);
+  EXPECT_GT(first->probe().tokens().samples_size(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // no heartbeat: expires
+
+  std::optional<pb::WorkUnit> second = Lease(2000, "remote-2");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->attempt(), 2);
+  EXPECT_NE(second->lease_id(), first->lease_id());
+
+  pb::CompleteWorkResponse response;
+  const grpc::Status stale = Complete(*first, FakeMetricsFor(root_ / "r/step_100"), &response);
+  EXPECT_EQ(stale.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(StoredSteps("r"), 0);
+  pb::HeartbeatResponse beat;
+  EXPECT_EQ(Heartbeat(*first, &beat).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  ASSERT_TRUE(Complete(*second, FakeMetricsFor(root_ / "r/step_100"), &response).ok());
+  EXPECT_EQ(response.state(), pb::STEP_STATE_DONE);
+  const pb::Job job = WaitFinal(id);
+  EXPECT_EQ(job.state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.checkpoints(0).attempt(), 2);
+  EXPECT_EQ(job.checkpoints(0).worker(), "remote-2");
+  EXPECT_EQ(StoredSteps("r"), 1);
+  // Completing again is stale too.
+  EXPECT_EQ(Complete(*second, FakeMetricsFor(root_ / "r/step_100"), &response).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(LeaseTest, HeartbeatsKeepALeaseAlive) {
+  StartServer(0);
+  SubmitSteps("r", {1});
+  std::optional<pb::WorkUnit> unit = Lease();
+  ASSERT_TRUE(unit.has_value());
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pb::HeartbeatResponse beat;
+    ASSERT_TRUE(Heartbeat(*unit, &beat).ok());
+    EXPECT_EQ(beat.verdict(), pb::HeartbeatResponse::VERDICT_CONTINUE);
+  }
+  EXPECT_FALSE(Lease(0).has_value());  // still ours after 0.8 s > the 0.3 s timeout
+}
+
+TEST_F(LeaseTest, AttemptsExhaustedFailTheStepWithTheLastError) {
+  max_attempts_ = 2;
+  StartServer(0);
+  const int64_t id = SubmitSteps("r", {7});
+  ASSERT_TRUE(Lease().has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  std::optional<pb::WorkUnit> second = Lease(2000, "remote-2");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->attempt(), 2);
+  const pb::Job job = WaitFinal(id);
+  EXPECT_EQ(job.state(), pb::JOB_STATE_FAILED);
+  EXPECT_EQ(job.checkpoints(0).state(), pb::STEP_STATE_FAILED);
+  EXPECT_THAT(job.checkpoints(0).error(), HasSubstr("lease expired: worker 'remote-2'"));
+  EXPECT_THAT(job.checkpoints(0).error(), HasSubstr("attempt 2 of 2"));
+}
+
+TEST_F(LeaseTest, CancelReachesTheLeaseAtItsNextHeartbeat) {
+  StartServer(0);
+  const int64_t id = SubmitSteps("r", {1, 2});
+  std::optional<pb::WorkUnit> unit = Lease();
+  ASSERT_TRUE(unit.has_value());
+  pb::Job cancelled;
+  ASSERT_TRUE(CancelJob(id, &cancelled).ok());
+  pb::HeartbeatResponse beat;
+  ASSERT_TRUE(Heartbeat(*unit, &beat).ok());
+  EXPECT_EQ(beat.verdict(), pb::HeartbeatResponse::VERDICT_CANCELLED);
+  pb::CompleteWorkResponse response;
+  EXPECT_EQ(Complete(*unit, FakeMetricsFor(root_ / "r/step_1"), &response).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  const pb::Job job = WaitFinal(id);
+  EXPECT_EQ(job.state(), pb::JOB_STATE_CANCELLED);
+  EXPECT_EQ(job.checkpoints(0).state(), pb::STEP_STATE_CANCELLED);
+  EXPECT_EQ(StoredSteps("r"), 0);
+}
+
+TEST_F(LeaseTest, AProbeIdAlreadyStoredSkipsTheStep) {
+  StartServer(0);
+  SubmitSteps("r", {5});
+  std::optional<pb::WorkUnit> unit = Lease();
+  pb::CompleteWorkResponse response;
+  ASSERT_TRUE(Complete(*unit, FakeMetricsFor(root_ / "r/step_5"), &response).ok());
+  pb::Job again;
+  ASSERT_TRUE(Submit(DirRequest("r", root_ / "r"), &again).ok());
+  std::optional<pb::WorkUnit> repeat = Lease();
+  ASSERT_TRUE(repeat.has_value());
+  pb::HeartbeatResponse beat;
+  ASSERT_TRUE(Heartbeat(*repeat, &beat, FakeProbeId(probe_)).ok());
+  EXPECT_EQ(beat.verdict(), pb::HeartbeatResponse::VERDICT_ALREADY_STORED);
+  const pb::Job job = WaitFinal(again.id());
+  EXPECT_EQ(job.checkpoints(0).state(), pb::STEP_STATE_SKIPPED);
+}
+
+TEST_F(LeaseTest, ALongPollIsAnsweredWhenWorkArrives) {
+  StartServer(0);
+  std::thread submitter([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    SubmitSteps("r", {1});
+  });
+  const absl::Time start = absl::Now();
+  std::optional<pb::WorkUnit> unit = Lease(10000);
+  submitter.join();
+  ASSERT_TRUE(unit.has_value());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  const absl::Time empty_start = absl::Now();
+  EXPECT_FALSE(Lease(300).has_value());  // nothing left: answered empty after the wait
+  EXPECT_GE(absl::Now() - empty_start, absl::Milliseconds(250));
+}
+
+TEST_F(LeaseTest, ARestartedServerHonoursARemoteLease) {
+  lease_timeout_seconds_ = 30;
+  StartServer(0);
+  const int64_t id = SubmitSteps("r", {3});
+  std::optional<pb::WorkUnit> unit = Lease();
+  ASSERT_TRUE(unit.has_value());
+  StopServer();
+  StartServer(0);
+  EXPECT_FALSE(Lease(0).has_value());  // the step is still leased
+  pb::CompleteWorkResponse response;
+  ASSERT_TRUE(Complete(*unit, FakeMetricsFor(root_ / "r/step_3"), &response).ok());
+  const pb::Job job = WaitFinal(id);
+  EXPECT_EQ(job.state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.checkpoints(0).attempt(), 1);
+  EXPECT_EQ(StoredSteps("r"), 1);
+}
+
+TEST_F(LeaseTest, TheLargestSupportedShapeUploadsWhole) {
+  StartServer(0);
+  SubmitSteps("big", {1});
+  std::optional<pb::WorkUnit> unit = Lease();
+  ASSERT_TRUE(unit.has_value());
+  // Pythia-12B: 36 layers x 40 heads, head_dim 128, rotary (four vector kinds): ~6 MB.
+  analysis::CheckpointMetrics metrics;
+  metrics.shape.family = "gpt_neox";
+  metrics.shape.num_layers = 36;
+  metrics.shape.num_heads = 40;
+  metrics.shape.head_dim = 128;
+  for (int layer = 0; layer < 36; ++layer) {
+    for (int head = 0; head < 40; ++head) {
+      analysis::HeadMetrics& m = metrics.heads.emplace_back();
+      m.layer = layer;
+      m.head = head;
+      m.qk_mean_cosine = layer + head / 100.0;
+      for (auto* v : {&m.q_mean, &m.k_mean, &m.q_mean_pre_rotary, &m.k_mean_pre_rotary}) {
+        v->assign(128, layer * 1000.0 + head);
+      }
+    }
+  }
+  for (int i = 0; i <= 36; ++i) metrics.hidden_states.push_back({i, 0.5, 1.0});
+  pb::CompleteWorkResponse response;
+  const grpc::Status status = Complete(*unit, metrics, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  grpc::ClientContext context;
+  pb::QueryVectorsRequest request;
+  request.set_run("big");
+  request.set_kind("k_mean_pre_rotary");
+  request.set_layer(35);
+  request.set_head(39);
+  pb::QueryVectorsResponse vectors;
+  ASSERT_TRUE(queries_->QueryVectors(&context, request, &vectors).ok());
+  ASSERT_EQ(vectors.points_size(), 1);
+  ASSERT_EQ(vectors.points(0).values_size(), 128);
+  EXPECT_EQ(vectors.points(0).values(127), 35039.0);
+}
+
+}  // namespace
+}  // namespace anisoscope::server::testing

@@ -1,0 +1,96 @@
+#include "worker/lease_keeper.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
+
+namespace anisoscope::worker {
+namespace pb = ::anisoscope::v1;
+
+LeaseKeeper::LeaseKeeper(WorkClient* client, const pb::WorkUnit& unit)
+    : client_(client),
+      lease_id_(unit.lease_id()),
+      interval_(absl::Milliseconds(std::max(100, unit.heartbeat_interval_ms()))) {
+  thread_ = std::thread(&LeaseKeeper::Loop, this);
+}
+
+LeaseKeeper::~LeaseKeeper() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+bool LeaseKeeper::ReportProbe(const std::string& probe_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    probe_id_ = probe_id;
+  }
+  Beat();
+  return !ended();
+}
+
+void LeaseKeeper::SetProgress(int done, int total) {
+  {
+    absl::MutexLock lock(&mu_);
+    done_ = done;
+    total_ = total;
+  }
+  Beat();
+}
+
+bool LeaseKeeper::ended() const {
+  absl::MutexLock lock(&mu_);
+  return ended_;
+}
+
+std::string LeaseKeeper::why() const {
+  absl::MutexLock lock(&mu_);
+  return why_;
+}
+
+void LeaseKeeper::Loop() {
+  absl::MutexLock lock(&mu_);
+  auto quit = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || ended_; };
+  while (!mu_.AwaitWithTimeout(absl::Condition(&quit), interval_)) {
+    mu_.Unlock();
+    Beat();
+    mu_.Lock();
+  }
+}
+
+void LeaseKeeper::Beat() {
+  absl::MutexLock beat_lock(&beat_mu_);
+  pb::HeartbeatRequest request;
+  request.set_lease_id(lease_id_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (ended_) return;
+    request.set_probe_id(probe_id_);
+    request.set_batches_done(done_);
+    request.set_batches_total(total_);
+  }
+  absl::StatusOr<pb::HeartbeatResponse> response = client_->Heartbeat(request, interval_);
+  absl::MutexLock lock(&mu_);
+  if (!response.ok()) {
+    if (absl::IsFailedPrecondition(response.status())) {
+      ended_ = true;
+      why_ = std::string(response.status().message());
+    } else {
+      spdlog::warn("heartbeat of lease {} failed: {}", lease_id_, response.status().ToString());
+    }
+    return;
+  }
+  if (response->verdict() == pb::HeartbeatResponse::VERDICT_CANCELLED) {
+    ended_ = true;
+    why_ = "the job was cancelled";
+  } else if (response->verdict() == pb::HeartbeatResponse::VERDICT_ALREADY_STORED) {
+    ended_ = true;
+    why_ = "the step is already stored for this probe (skipped)";
+  }
+}
+
+}  // namespace anisoscope::worker

@@ -1,0 +1,61 @@
+// LeaseKeeper: keeps one unit's lease alive while the engine works on it.
+//
+// A thread sends a heartbeat every heartbeat interval; each batch the engine finishes is
+// sent at once as well, so the server publishes per-batch progress. The lease
+// has ended when the server says the job was cancelled or the step is already stored, or
+// that the lease is no longer current; the engine polls ended() between batches. While the
+// server is unreachable, heartbeats are retried (a restarted server honours the lease).
+// Thread-safe.
+#pragma once
+
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "anisoscope/v1/anisoscope.pb.h"
+#include "worker/work_client.h"
+
+namespace anisoscope::worker {
+
+class LeaseKeeper {
+ public:
+  // Starts heartbeating `unit`'s lease; `client` is not owned and outlives the keeper.
+  LeaseKeeper(WorkClient* client, const ::anisoscope::v1::WorkUnit& unit);
+  ~LeaseKeeper();  // Stops heartbeating and joins.
+
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+  // Tells the server the probe's id at once (it may skip a stored step); false when the
+  // lease has ended.
+  bool ReportProbe(const std::string& probe_id);
+  // Sends the progress at once (the engine's thread waits for the heartbeat's round trip,
+  // so that watchers see every batch).
+  void SetProgress(int done, int total);
+  // True once the server ended the lease; `why` says how (for logs).
+  bool ended() const;
+  std::string why() const;
+
+ private:
+  void Loop();
+  // Sends one heartbeat with the current progress and takes in the verdict.
+  void Beat();
+
+  WorkClient* const client_;
+  const std::string lease_id_;
+  const absl::Duration interval_;
+
+  mutable absl::Mutex mu_;
+  std::string probe_id_ ABSL_GUARDED_BY(mu_);
+  int done_ ABSL_GUARDED_BY(mu_) = 0;
+  int total_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  std::string why_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Mutex beat_mu_;  // one heartbeat in flight at a time
+  std::thread thread_;
+};
+
+}  // namespace anisoscope::worker

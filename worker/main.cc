@@ -1,0 +1,90 @@
+// anisoscope-worker: leases checkpoints from anisoscope-server and analyses them on this
+// machine's device until SIGTERM/SIGINT, --max-units or --idle-exit.
+#include <grpcpp/grpcpp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "analysis/extractor.h"
+#include "common/logging.h"
+#include "common/message_limits.h"
+#include "common/path_policy.h"
+#include "worker/worker_loop.h"
+#include "worker/worker_options.h"
+
+namespace {
+
+constexpr char kProgram[] = "anisoscope-worker";
+
+int Fatal(const absl::Status& status, int code) {
+  std::fprintf(stderr, "%s: %s\n", kProgram, std::string(status.message()).c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace worker = anisoscope::worker;
+  // Block the stop signals before any thread starts; one thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const worker::ParsedWorkerFlags flags = worker::ParseWorkerFlags(argc, argv);
+  if (flags.exit) {
+    (flags.exit_code == 0 ? std::cout : std::cerr) << flags.message;
+    return flags.exit_code;
+  }
+  const worker::WorkerOptions& options = flags.options;
+  if (absl::Status status = anisoscope::SetUpLogging(options.log_level); !status.ok()) {
+    return Fatal(status, 2);
+  }
+  absl::StatusOr<std::unique_ptr<anisoscope::PathPolicy>> policy =
+      anisoscope::PathPolicy::Create({options.allow_roots});
+  if (!policy.ok()) return Fatal(policy.status(), 2);
+
+  const anisoscope::analysis::TorchExtractorOptions engine = options.extractor;
+  const worker::ExtractorFactory factory = [engine](const std::string& dtype) {
+    anisoscope::analysis::TorchExtractorOptions with_dtype = engine;
+    with_dtype.dtype = dtype;
+    return anisoscope::analysis::CreateTorchExtractor(with_dtype);
+  };
+  // Fail fast on a device this LibTorch cannot use.
+  if (auto probe = factory("float32"); !probe.ok()) return Fatal(probe.status(), 1);
+
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(anisoscope::kMaxMessageBytes);
+  arguments.SetMaxSendMessageSize(anisoscope::kMaxMessageBytes);
+  auto channel =
+      grpc::CreateCustomChannel(options.server, grpc::InsecureChannelCredentials(), arguments);
+  auto stub = anisoscope::v1::WorkerService::NewStub(channel);
+
+  worker::WorkerLoop::Options loop_options;
+  loop_options.info.set_name(options.name);
+  loop_options.info.set_device(options.extractor.device);
+  loop_options.max_units = options.max_units;
+  loop_options.idle_exit = absl::Seconds(options.idle_exit_seconds);
+  worker::WorkerLoop loop(loop_options, stub.get(), &factory, policy->get());
+
+  std::thread signals([&loop, &stop_signals] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    spdlog::info("received {}; giving the lease back and exiting",
+                 signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+    loop.Stop();
+  });
+  spdlog::info("worker {} on {} leasing from {}", options.name, options.extractor.device,
+               options.server);
+  std::cout << "worker " << options.name << " started" << std::endl;
+  const int units = loop.Run();
+  pthread_kill(signals.native_handle(), SIGTERM);  // wakes the signal thread if still waiting
+  signals.join();
+  spdlog::info("worker {} exiting after {} unit(s)", options.name, units);
+  return 0;
+}

@@ -1,0 +1,39 @@
+#include "worker/metrics_upload.h"
+
+#include <map>
+#include <string>
+
+namespace anisoscope::worker {
+
+namespace pb = ::anisoscope::v1;
+
+pb::StepMetrics ToUpload(const analysis::CheckpointMetrics& metrics) {
+  pb::StepMetrics upload;
+  upload.set_model_family(metrics.shape.family);
+  upload.set_num_layers(metrics.shape.num_layers);
+  upload.set_num_heads(metrics.shape.num_heads);
+  upload.set_head_dim(metrics.shape.head_dim);
+  // Heads come layer-major from the engine, so appending keeps each block layer-major.
+  std::map<std::string, pb::ScalarBlock*> scalars;
+  analysis::ForEachScalar(metrics, [&](std::string_view name, int, int head, double value) {
+    pb::ScalarBlock*& block = scalars[std::string(name)];
+    if (block == nullptr) {
+      block = head < 0 ? upload.add_per_hidden_state() : upload.add_per_head();
+      block->set_metric(std::string(name));
+    }
+    block->add_values(value);
+  });
+  std::map<std::string, pb::VectorBlock*> vectors;
+  analysis::ForEachVector(metrics, [&](std::string_view kind, int, int,
+                                       const std::vector<double>& values) {
+    pb::VectorBlock*& block = vectors[std::string(kind)];
+    if (block == nullptr) {
+      block = upload.add_vectors();
+      block->set_kind(std::string(kind));
+    }
+    block->mutable_values()->Add(values.begin(), values.end());
+  });
+  return upload;
+}
+
+}  // namespace anisoscope::worker

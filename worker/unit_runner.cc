@@ -1,0 +1,153 @@
+#include "worker/unit_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/metrics_upload.h"
+
+namespace anisoscope::worker {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = ::anisoscope::v1;
+
+// How long an upload or a failure report keeps retrying while the server is unreachable.
+constexpr absl::Duration kReportPatience = absl::Minutes(10);
+
+// Total size of the regular files under `dir` (symlinks followed, e.g. HF cache blobs).
+int64_t DirectoryBytes(const fs::path& dir) {
+  int64_t total = 0;
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error)) {
+    std::error_code file_error;
+    if (fs::is_regular_file(it->path(), file_error)) {
+      const uintmax_t size = fs::file_size(it->path(), file_error);
+      if (!file_error) total += static_cast<int64_t>(size);
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+void UnitRunner::Run(const pb::WorkUnit& unit) {
+  spdlog::info("worker {}: job {} step {} (attempt {}): {}", name_, unit.job_id(), unit.step(),
+               unit.attempt(), unit.checkpoint_path());
+  LeaseKeeper keeper(client_, unit);
+  const absl::Status status = RunSteps(unit, &keeper);
+  if (keeper.ended()) {
+    spdlog::info("worker {}: job {} step {} ended by the server: {}", name_, unit.job_id(),
+                 unit.step(), keeper.why());
+  } else if (!status.ok()) {
+    ReportFailure(unit, status);
+  }
+}
+
+absl::Status UnitRunner::RunSteps(const pb::WorkUnit& unit, LeaseKeeper* keeper) {
+  ASSIGN_OR_RETURN(const fs::path dir, policy_->Resolve(unit.checkpoint_path(), "checkpoint"));
+  ASSIGN_OR_RETURN(const analysis::ProbeSpec spec, ProbeSpecOf(unit.probe()));
+  ASSIGN_OR_RETURN(analysis::Extractor * extractor, ExtractorFor(unit.options().dtype()));
+  ASSIGN_OR_RETURN(const analysis::Probe probe, extractor->BuildProbe(dir, spec));
+  if (!keeper->ReportProbe(probe.id)) return absl::OkStatus();
+
+  analysis::ExtractCallbacks callbacks;
+  callbacks.cancelled = [this, keeper] { return keeper->ended() || client_->stopped(); };
+  callbacks.progress = [keeper](int done, int total) { keeper->SetProgress(done, total); };
+  absl::StatusOr<analysis::CheckpointMetrics> metrics = extractor->Extract(dir, probe, callbacks);
+  if (!metrics.ok()) {
+    if (absl::IsCancelled(metrics.status()) && !keeper->ended() && !client_->stopped()) {
+      // Only an interruption asked for counts as cancelled; anything else failed.
+      return absl::InternalError(std::string(metrics.status().message()));
+    }
+    return metrics.status();
+  }
+  return Upload(unit, probe, dir, *metrics);
+}
+
+absl::StatusOr<analysis::ProbeSpec> UnitRunner::ProbeSpecOf(const pb::UnitProbe& probe) const {
+  analysis::ProbeSpec spec;
+  spec.samples = probe.samples();
+  spec.seq_len = probe.seq_len();
+  if (probe.has_tokens()) {
+    spec.source = analysis::ProbeSource::kTokens;
+    spec.file = probe.tokens().file_name();
+    for (const pb::TokenSample& sample : probe.tokens().samples()) {
+      spec.token_ids.emplace_back(sample.ids().begin(), sample.ids().end());
+    }
+    return spec;
+  }
+  if (!probe.has_text()) {
+    return absl::InvalidArgumentError("the unit's probe has neither tokens nor text");
+  }
+  spec.source = analysis::ProbeSource::kText;
+  ASSIGN_OR_RETURN(spec.file, policy_->Resolve(probe.text().path(), "probe file"));
+  spec.mode = probe.text().mode() == pb::PROBE_MODE_LINES ? analysis::TextMode::kLines
+                                                          : analysis::TextMode::kWindows;
+  return spec;
+}
+
+absl::StatusOr<analysis::Extractor*> UnitRunner::ExtractorFor(const std::string& dtype) {
+  const std::string wanted = dtype.empty() ? "float32" : dtype;
+  if (extractor_ == nullptr || dtype_ != wanted) {
+    extractor_.reset();
+    ASSIGN_OR_RETURN(extractor_, (*factory_)(wanted));
+    dtype_ = wanted;
+  }
+  return extractor_.get();
+}
+
+absl::Status UnitRunner::Upload(const pb::WorkUnit& unit, const analysis::Probe& probe,
+                                const fs::path& dir, const analysis::CheckpointMetrics& metrics) {
+  pb::CompleteWorkRequest request;
+  request.set_lease_id(unit.lease_id());
+  pb::Probe* probe_info = request.mutable_probe();
+  probe_info->set_id(probe.id);
+  probe_info->set_description(probe.description);
+  probe_info->set_num_samples(metrics.num_samples);
+  probe_info->set_num_tokens(metrics.num_tokens);
+  *request.mutable_metrics() = ToUpload(metrics);
+  request.set_checkpoint_bytes(DirectoryBytes(dir));
+  request.set_seconds(metrics.seconds);
+  absl::StatusOr<pb::CompleteWorkResponse> response = client_->Complete(request, kReportPatience);
+  if (!response.ok()) {
+    // The server has ended the step itself (refused upload: failed; stale lease: someone
+    // else's), or it stayed unreachable and the lease will expire: nothing to report.
+    spdlog::error("worker {}: upload of job {} step {} not stored: {}", name_, unit.job_id(),
+                  unit.step(), response.status().ToString());
+    return absl::OkStatus();
+  }
+  spdlog::info("worker {}: job {} step {} {} in {:.2f} s", name_, unit.job_id(), unit.step(),
+               pb::StepState_Name(response->state()), metrics.seconds);
+  return absl::OkStatus();
+}
+
+void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& status) {
+  pb::FailWorkRequest request;
+  request.set_lease_id(unit.lease_id());
+  if (client_->stopped() && absl::IsCancelled(status)) {
+    request.set_kind(pb::FailWorkRequest::KIND_RELEASED);
+    request.set_error("the worker stopped");
+  } else if (absl::IsResourceExhausted(status)) {
+    request.set_kind(pb::FailWorkRequest::KIND_RETRYABLE);
+    request.set_error(absl::StrCat("worker '", name_, "': ", status.message()));
+  } else {
+    request.set_kind(pb::FailWorkRequest::KIND_FAILED);
+    request.set_error(absl::IsPermissionDenied(status)
+                          ? absl::StrCat("worker '", name_, "' refuses: ", status.message())
+                          : std::string(status.message()));
+  }
+  spdlog::warn("worker {}: job {} step {}: {} ({})", name_, unit.job_id(), unit.step(),
+               request.error(), pb::FailWorkRequest::Kind_Name(request.kind()));
+  if (absl::Status sent = client_->Fail(request, kReportPatience); !sent.ok()) {
+    spdlog::error("worker {}: failure of job {} step {} not reported: {}", name_, unit.job_id(),
+                  unit.step(), sent.ToString());
+  }
+}
+
+}  // namespace anisoscope::worker

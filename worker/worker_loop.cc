@@ -1,0 +1,77 @@
+#include "worker/worker_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/time/clock.h"
+
+namespace anisoscope::worker {
+
+namespace pb = ::anisoscope::v1;
+
+WorkerLoop::WorkerLoop(const Options& options, pb::WorkerService::StubInterface* stub,
+                       const ExtractorFactory* factory, const PathPolicy* policy)
+    : options_(options),
+      client_(stub, options.metadata),
+      runner_(factory, policy, &client_, options.info.name()) {}
+
+int WorkerLoop::Run() {
+  int units = 0;
+  int failures = 0;  // consecutive failed lease calls
+  absl::Time idle_since = absl::Now();
+  while (!client_.stopped()) {
+    if (options_.max_units > 0 && units >= options_.max_units) {
+      spdlog::info("worker {}: ran {} unit(s), the most it may (--max-units); exiting",
+                   options_.info.name(), units);
+      break;
+    }
+    absl::Duration wait = options_.lease_wait;
+    if (options_.idle_exit > absl::ZeroDuration()) {
+      const absl::Duration left = idle_since + options_.idle_exit - absl::Now();
+      if (left <= absl::ZeroDuration()) {
+        spdlog::info("worker {}: idle for {}; exiting (--idle-exit)", options_.info.name(),
+                     absl::FormatDuration(options_.idle_exit));
+        break;
+      }
+      wait = std::min(wait, left);
+    }
+    pb::LeaseWorkRequest request;
+    *request.mutable_worker() = options_.info;
+    request.mutable_worker()->set_free_memory_bytes(FreeMemoryBytes(options_.info.device()));
+    request.set_wait_ms(static_cast<int32_t>(absl::ToInt64Milliseconds(wait)));
+    absl::StatusOr<pb::LeaseWorkResponse> response = client_.Lease(request);
+    if (!response.ok()) {
+      if (client_.stopped()) break;
+      const absl::Duration backoff = Backoff(failures++);
+      spdlog::warn("worker {}: cannot lease work: {}; retrying in {}", options_.info.name(),
+                   response.status().ToString(),
+                   absl::FormatDuration(absl::Trunc(backoff, absl::Milliseconds(1))));
+      client_.Sleep(backoff);
+      continue;
+    }
+    failures = 0;
+    if (!response->has_unit()) continue;
+    runner_.Run(response->unit());
+    ++units;
+    idle_since = absl::Now();
+  }
+  return units;
+}
+
+int64_t FreeMemoryBytes(const std::string& device) {
+  if (device != "cpu") return 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+}  // namespace anisoscope::worker

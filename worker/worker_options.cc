@@ -1,0 +1,92 @@
+#include "worker/worker_options.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace anisoscope::worker {
+namespace {
+
+constexpr char kDescription[] =
+    "Leases checkpoints from anisoscope-server (WorkerService), runs the probe through each on\n"
+    "this machine's device and uploads the metrics. One process per GPU. Exits 0 on SIGTERM\n"
+    "(giving its lease back), after --max-units units, or after --idle-exit seconds idle.";
+
+std::string DefaultName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return absl::StrCat(host, "-", getpid());
+}
+
+std::string CheckDevice(const std::string& value) {
+  int index = 0;
+  if (value == "cpu" || value == "cuda" ||
+      (absl::StartsWith(value, "cuda:") && absl::SimpleAtoi(value.substr(5), &index) &&
+       index >= 0)) {
+    return "";
+  }
+  return "want cpu, cuda or cuda:N";
+}
+
+std::string CheckHostPort(const std::string& value) {
+  return value.find(':') == std::string::npos ? "want HOST:PORT" : "";
+}
+
+}  // namespace
+
+ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
+  ParsedWorkerFlags parsed;
+  WorkerOptions& options = parsed.options;
+  CLI::App app(kDescription, "anisoscope-worker");
+  app.add_option("--server", options.server,
+                 "HOST:PORT of anisoscope-server (default: $ANISOSCOPE_SERVER)")
+      ->envname("ANISOSCOPE_SERVER")
+      ->required()
+      ->check(CLI::Validator(CheckHostPort, "HOST:PORT"));
+  app.add_option("--allow-root", options.allow_roots,
+                 "directory checkpoints and probe texts may be read from; repeatable; the worker "
+                 "refuses anything else the server sends")
+      ->required()
+      ->take_all();
+  app.add_option("--device", options.extractor.device, "cpu, cuda or cuda:N")
+      ->capture_default_str()
+      ->check(CLI::Validator(CheckDevice, "DEVICE"));
+  app.add_option("--threads", options.extractor.num_threads,
+                 "intra-op threads; 0 uses every core")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size", options.extractor.batch_size,
+                 "probe samples per forward; 0 sizes batches from the sequence length")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--name", options.name, "this worker's name in job status (default HOST-PID)");
+  app.add_option("--max-units", options.max_units,
+                 "exit 0 after this many checkpoints; 0: no limit")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--idle-exit", options.idle_exit_seconds,
+                 "exit 0 after this many seconds without work (batch systems); 0: never")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--log-level", options.log_level, "trace, debug, info, warn or error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    std::ostringstream out, err;
+    parsed.exit = true;
+    parsed.exit_code = app.exit(error, out, err) == 0 ? 0 : 2;
+    parsed.message = parsed.exit_code == 0 ? out.str() : err.str();
+    return parsed;
+  }
+  if (options.name.empty()) options.name = DefaultName();
+  return parsed;
+}
+
+}  // namespace anisoscope::worker

@@ -1,0 +1,42 @@
+// WorkerOptions: everything anisoscope-worker is configured with; one field per flag,
+// parsed with CLI11.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/extractor.h"
+
+namespace anisoscope::worker {
+
+struct WorkerOptions {
+  // --server: HOST:PORT of anisoscope-server; default $ANISOSCOPE_SERVER.
+  std::string server;
+  // --allow-root (repeatable, at least one): the only directories this worker reads
+  // checkpoints and probe texts from, whatever the server sends.
+  std::vector<std::string> allow_roots;
+  // --device, --threads, --batch-size (the dtype comes from the server with each unit).
+  analysis::TorchExtractorOptions extractor;
+  // --name: shown in job status; default HOSTNAME-PID.
+  std::string name;
+  // --max-units: exit 0 after this many units; 0: no limit.
+  int max_units = 0;
+  // --idle-exit: exit 0 after this many seconds without work; 0: never.
+  double idle_exit_seconds = 0;
+  // --log-level: trace, debug, info, warn, error.
+  std::string log_level = "info";
+};
+
+// The outcome of parsing argv: options, or a text to print and an exit code (--help: 0,
+// a usage error: 2).
+struct ParsedWorkerFlags {
+  WorkerOptions options;
+  bool exit = false;
+  int exit_code = 0;
+  std::string message;
+};
+
+ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv);
+
+}  // namespace anisoscope::worker
