@@ -287,9 +287,9 @@ void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request, bool 
   }
 }
 
-void JobRunner::WithdrawLease(int64_t ticket) {
+bool JobRunner::WithdrawLease(int64_t ticket) {
   absl::MutexLock lock(&mu_);
-  waiters_.erase(ticket);
+  return waiters_.erase(ticket) > 0;
 }
 
 bool JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkResponse* response) {

@@ -97,9 +97,9 @@ class JobRunner {
   void Lease(int64_t ticket, const ::anisoscope::v1::LeaseWorkRequest& request, bool local,
              LeaseCallback done);
   int64_t NewLeaseTicket();
-  // The caller of a waiting Lease went away: `done` is not called after this returns
-  // (unless it already was).
-  void WithdrawLease(int64_t ticket);
+  // The caller of a waiting Lease went away. True when the wait was withdrawn: `done` is
+  // then never called; false when it has been or is being called.
+  bool WithdrawLease(int64_t ticket);
   absl::StatusOr<::anisoscope::v1::HeartbeatResponse> Heartbeat(
       const ::anisoscope::v1::HeartbeatRequest& request);
   // INVALID_ARGUMENT when the upload does not fit the model shape it declares (the step

@@ -27,7 +27,10 @@ class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
     });
   }
 
-  void OnCancel() override { runner_->WithdrawLease(ticket_); }
+  // A withdrawn wait is never answered, so the call is finished here.
+  void OnCancel() override {
+    if (runner_->WithdrawLease(ticket_)) Finish(grpc::Status::CANCELLED);
+  }
 
   void OnDone() override { delete this; }
 
