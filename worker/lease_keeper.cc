@@ -34,12 +34,10 @@ bool LeaseKeeper::ReportProbe(const std::string& probe_id) {
 }
 
 void LeaseKeeper::SetProgress(int done, int total) {
-  {
-    absl::MutexLock lock(&mu_);
-    done_ = done;
-    total_ = total;
-  }
-  Beat();
+  absl::MutexLock lock(&mu_);
+  done_ = done;
+  total_ = total;
+  progress_unsent_ = true;
 }
 
 bool LeaseKeeper::ended() const {
@@ -54,8 +52,12 @@ std::string LeaseKeeper::why() const {
 
 void LeaseKeeper::Loop() {
   absl::MutexLock lock(&mu_);
-  auto quit = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || ended_; };
-  while (!mu_.AwaitWithTimeout(absl::Condition(&quit), interval_)) {
+  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || ended_ || progress_unsent_;
+  };
+  while (true) {
+    mu_.AwaitWithTimeout(absl::Condition(&wake), interval_);
+    if (stopping_ || ended_) return;
     mu_.Unlock();
     Beat();
     mu_.Lock();
@@ -72,6 +74,7 @@ void LeaseKeeper::Beat() {
     request.set_probe_id(probe_id_);
     request.set_batches_done(done_);
     request.set_batches_total(total_);
+    progress_unsent_ = false;
   }
   absl::StatusOr<pb::HeartbeatResponse> response = client_->Heartbeat(request, interval_);
   absl::MutexLock lock(&mu_);

@@ -1,7 +1,7 @@
 // LeaseKeeper: keeps one unit's lease alive while the engine works on it.
 //
-// A thread sends a heartbeat every heartbeat interval; each batch the engine finishes is
-// sent at once as well, so the server publishes per-batch progress. The lease
+// A thread sends a heartbeat every heartbeat interval, and at once when the engine
+// finishes a batch, so the server publishes per-batch progress. The lease
 // has ended when the server says the job was cancelled or the step is already stored, or
 // that the lease is no longer current; the engine polls ended() between batches. While the
 // server is unreachable, heartbeats are retried (a restarted server honours the lease).
@@ -31,8 +31,8 @@ class LeaseKeeper {
   // Tells the server the probe's id at once (it may skip a stored step); false when the
   // lease has ended.
   bool ReportProbe(const std::string& probe_id);
-  // Sends the progress at once (the engine's thread waits for the heartbeat's round trip,
-  // so that watchers see every batch).
+  // Wakes the heartbeat thread to send the progress (the engine never waits for it;
+  // batches done faster than a round trip go out together).
   void SetProgress(int done, int total);
   // True once the server ended the lease; `why` says how (for logs).
   bool ended() const;
@@ -51,6 +51,7 @@ class LeaseKeeper {
   std::string probe_id_ ABSL_GUARDED_BY(mu_);
   int done_ ABSL_GUARDED_BY(mu_) = 0;
   int total_ ABSL_GUARDED_BY(mu_) = 0;
+  bool progress_unsent_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   std::string why_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -39,22 +39,29 @@ int64_t DirectoryBytes(const fs::path& dir) {
 void UnitRunner::Run(const pb::WorkUnit& unit) {
   spdlog::info("worker {}: job {} step {} (attempt {}): {}", name_, unit.job_id(), unit.step(),
                unit.attempt(), unit.checkpoint_path());
-  LeaseKeeper keeper(client_, unit);
-  const absl::Status status = RunSteps(unit, &keeper);
-  if (keeper.ended()) {
+  auto keeper = std::make_unique<LeaseKeeper>(client_, unit);
+  absl::StatusOr<std::optional<pb::CompleteWorkRequest>> upload = RunSteps(unit, keeper.get());
+  if (keeper->ended()) {
     spdlog::info("worker {}: job {} step {} ended by the server: {}", name_, unit.job_id(),
-                 unit.step(), keeper.why());
-  } else if (!status.ok()) {
-    ReportFailure(unit, status);
+                 unit.step(), keeper->why());
+  } else if (!upload.ok()) {
+    ReportFailure(unit, upload.status());
+  } else if (upload->has_value()) {
+    StartUpload(unit, std::move(keeper), std::move(**upload));
   }
 }
 
-absl::Status UnitRunner::RunSteps(const pb::WorkUnit& unit, LeaseKeeper* keeper) {
+void UnitRunner::Flush() {
+  if (upload_.joinable()) upload_.join();
+}
+
+absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
+    const pb::WorkUnit& unit, LeaseKeeper* keeper) {
   ASSIGN_OR_RETURN(const fs::path dir, policy_->Resolve(unit.checkpoint_path(), "checkpoint"));
   ASSIGN_OR_RETURN(const analysis::ProbeSpec spec, ProbeSpecOf(unit.probe()));
   ASSIGN_OR_RETURN(analysis::Extractor * extractor, ExtractorFor(unit.options().dtype()));
   ASSIGN_OR_RETURN(const analysis::Probe probe, extractor->BuildProbe(dir, spec));
-  if (!keeper->ReportProbe(probe.id)) return absl::OkStatus();
+  if (!keeper->ReportProbe(probe.id)) return std::nullopt;
 
   analysis::ExtractCallbacks callbacks;
   callbacks.cancelled = [this, keeper] { return keeper->ended() || client_->stopped(); };
@@ -67,7 +74,17 @@ absl::Status UnitRunner::RunSteps(const pb::WorkUnit& unit, LeaseKeeper* keeper)
     }
     return metrics.status();
   }
-  return Upload(unit, probe, dir, *metrics);
+  pb::CompleteWorkRequest request;
+  request.set_lease_id(unit.lease_id());
+  pb::Probe* probe_info = request.mutable_probe();
+  probe_info->set_id(probe.id);
+  probe_info->set_description(probe.description);
+  probe_info->set_num_samples(metrics->num_samples);
+  probe_info->set_num_tokens(metrics->num_tokens);
+  *request.mutable_metrics() = ToUpload(*metrics);
+  request.set_checkpoint_bytes(DirectoryBytes(dir));
+  request.set_seconds(metrics->seconds);
+  return request;
 }
 
 absl::StatusOr<analysis::ProbeSpec> UnitRunner::ProbeSpecOf(const pb::UnitProbe& probe) const {
@@ -102,29 +119,22 @@ absl::StatusOr<analysis::Extractor*> UnitRunner::ExtractorFor(const std::string&
   return extractor_.get();
 }
 
-absl::Status UnitRunner::Upload(const pb::WorkUnit& unit, const analysis::Probe& probe,
-                                const fs::path& dir, const analysis::CheckpointMetrics& metrics) {
-  pb::CompleteWorkRequest request;
-  request.set_lease_id(unit.lease_id());
-  pb::Probe* probe_info = request.mutable_probe();
-  probe_info->set_id(probe.id);
-  probe_info->set_description(probe.description);
-  probe_info->set_num_samples(metrics.num_samples);
-  probe_info->set_num_tokens(metrics.num_tokens);
-  *request.mutable_metrics() = ToUpload(metrics);
-  request.set_checkpoint_bytes(DirectoryBytes(dir));
-  request.set_seconds(metrics.seconds);
-  absl::StatusOr<pb::CompleteWorkResponse> response = client_->Complete(request, kReportPatience);
-  if (!response.ok()) {
-    // The server has ended the step itself (refused upload: failed; stale lease: someone
-    // else's), or it stayed unreachable and the lease will expire: nothing to report.
-    spdlog::error("worker {}: upload of job {} step {} not stored: {}", name_, unit.job_id(),
-                  unit.step(), response.status().ToString());
-    return absl::OkStatus();
-  }
-  spdlog::info("worker {}: job {} step {} {} in {:.2f} s", name_, unit.job_id(), unit.step(),
-               pb::StepState_Name(response->state()), metrics.seconds);
-  return absl::OkStatus();
+void UnitRunner::StartUpload(const pb::WorkUnit& unit, std::unique_ptr<LeaseKeeper> keeper,
+                             pb::CompleteWorkRequest request) {
+  Flush();
+  upload_ = std::thread([this, unit, keeper = std::move(keeper), request = std::move(request)] {
+    absl::StatusOr<pb::CompleteWorkResponse> response =
+        client_->Complete(request, kReportPatience);
+    if (!response.ok()) {
+      // The server has ended the step itself (refused upload: failed; stale lease: someone
+      // else's), or it stayed unreachable and the lease will expire: nothing to report.
+      spdlog::error("worker {}: upload of job {} step {} not stored: {}", name_, unit.job_id(),
+                    unit.step(), response.status().ToString());
+      return;
+    }
+    spdlog::info("worker {}: job {} step {} {} in {:.2f} s", name_, unit.job_id(), unit.step(),
+                 pb::StepState_Name(response->state()), request.seconds());
+  });
 }
 
 void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& status) {

@@ -3,14 +3,18 @@
 // The steps of a unit, one function each: resolve its paths against the worker's own
 // allowed roots, build the probe (token ids as sent; text tokenized with the checkpoint's
 // tokenizer), tell the server the probe's id (it may skip a stored step), extract with the
-// lease kept alive, upload. A failure becomes a FailWork in one place (ReportFailure):
-// a stop gives the lease back, an out-of-memory is retryable, anything else fails the step
-// with the error naming the file and field. Not thread-safe: one runner per worker thread.
+// lease kept alive, upload. The upload runs on a thread of its own (its lease still kept
+// alive) while the next unit is leased and extracted; at most one upload is in flight. A
+// failure becomes a FailWork in one place (ReportFailure): a stop gives the lease back, an
+// out-of-memory is retryable, anything else fails the step with the error naming the file
+// and field. Not thread-safe: one runner per worker thread.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "analysis/extractor.h"
@@ -32,17 +36,24 @@ class UnitRunner {
              std::string worker_name)
       : factory_(factory), policy_(policy), client_(client), name_(std::move(worker_name)) {}
 
-  // Runs `unit` to its end: uploaded, reported failed or given back, or dropped because the
-  // server ended the lease. Blocks for the extraction.
+  ~UnitRunner() { Flush(); }
+
+  // Runs `unit` to its end: its upload started, reported failed or given back, or dropped
+  // because the server ended the lease. Blocks for the extraction (and for the previous
+  // unit's upload, if still in flight, before starting this one's).
   void Run(const ::anisoscope::v1::WorkUnit& unit);
+  // Waits for the upload in flight, if any.
+  void Flush();
 
  private:
-  // OK when the unit was uploaded or the server ended its lease.
-  absl::Status RunSteps(const ::anisoscope::v1::WorkUnit& unit, LeaseKeeper* keeper);
+  // The upload, or nullopt when the server ended the lease.
+  absl::StatusOr<std::optional<::anisoscope::v1::CompleteWorkRequest>> RunSteps(
+      const ::anisoscope::v1::WorkUnit& unit, LeaseKeeper* keeper);
   absl::StatusOr<analysis::ProbeSpec> ProbeSpecOf(const ::anisoscope::v1::UnitProbe& probe) const;
   absl::StatusOr<analysis::Extractor*> ExtractorFor(const std::string& dtype);
-  absl::Status Upload(const ::anisoscope::v1::WorkUnit& unit, const analysis::Probe& probe,
-                      const std::filesystem::path& dir, const analysis::CheckpointMetrics& metrics);
+  // Sends `request` on the upload thread; `keeper` heartbeats until it is stored.
+  void StartUpload(const ::anisoscope::v1::WorkUnit& unit, std::unique_ptr<LeaseKeeper> keeper,
+                   ::anisoscope::v1::CompleteWorkRequest request);
   void ReportFailure(const ::anisoscope::v1::WorkUnit& unit, const absl::Status& status);
 
   const ExtractorFactory* const factory_;
@@ -51,6 +62,7 @@ class UnitRunner {
   const std::string name_;
   std::string dtype_;  // of extractor_
   std::unique_ptr<analysis::Extractor> extractor_;
+  std::thread upload_;  // the upload in flight
 };
 
 }  // namespace anisoscope::worker

@@ -58,6 +58,7 @@ int WorkerLoop::Run() {
     ++units;
     idle_since = absl::Now();
   }
+  runner_.Flush();
   return units;
 }
 

@@ -81,6 +81,11 @@ void FakeEngine::FailOn(const std::string& basename) {
   fail_.insert(basename);
 }
 
+void FakeEngine::SetBatchDelay(absl::Duration delay) {
+  absl::MutexLock lock(&mu_);
+  batch_delay_ = delay;
+}
+
 void FakeEngine::BlockOn(const std::string& basename) {
   absl::MutexLock lock(&mu_);
   block_.insert(basename);
@@ -142,8 +147,10 @@ absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
   const std::string name = checkpoint_dir.filename().string();
   bool fail = false;
   bool block = false;
+  absl::Duration delay;
   {
     absl::MutexLock lock(&engine_->mu_);
+    delay = engine_->batch_delay_;
     ++engine_->started_;
     fail = engine_->fail_.count(name) > 0;
     block = engine_->block_.count(name) > 0;
@@ -165,6 +172,7 @@ absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
       }
       absl::SleepFor(absl::Milliseconds(2));
     }
+    absl::SleepFor(delay);
     if (callbacks.progress) callbacks.progress(batch + 1, FakeEngine::kBatches);
   }
   {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "analysis/extractor.h"
 #include "worker/unit_runner.h"
 
@@ -33,6 +34,9 @@ class FakeEngine {
   // Extract of a directory with this basename waits until Release or cancellation.
   void BlockOn(const std::string& basename);
   void Release();
+  // Each batch takes this long (the workers send progress as it comes; batches faster
+  // than a heartbeat's round trip are reported together).
+  void SetBatchDelay(absl::Duration delay);
 
   // Basenames whose Extract ran to the end, in order.
   std::vector<std::string> Extracted() const;
@@ -49,6 +53,7 @@ class FakeEngine {
   std::set<std::string> fail_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> block_ ABSL_GUARDED_BY(mu_);
   bool released_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration batch_delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   int started_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> extracted_ ABSL_GUARDED_BY(mu_);
 };
