@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -9,40 +10,22 @@
 
 namespace anisoscope::client {
 
+namespace {
+
+// "JOB_STATE_SUCCEEDED" -> "succeeded": the wire enum's own names, so no list repeats them.
+std::string EnumWord(const std::string& name, const std::string& prefix) {
+  if (name.empty()) return "unknown";
+  return absl::AsciiStrToLower(name.substr(prefix.size()));
+}
+
+}  // namespace
+
 std::string JobStateName(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_QUEUED:
-      return "queued";
-    case v1::JOB_STATE_RUNNING:
-      return "running";
-    case v1::JOB_STATE_SUCCEEDED:
-      return "succeeded";
-    case v1::JOB_STATE_FAILED:
-      return "failed";
-    case v1::JOB_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
+  return EnumWord(v1::JobState_Name(state), "JOB_STATE_");
 }
 
 std::string StepStateName(v1::StepState state) {
-  switch (state) {
-    case v1::STEP_STATE_PENDING:
-      return "pending";
-    case v1::STEP_STATE_RUNNING:
-      return "running";
-    case v1::STEP_STATE_DONE:
-      return "done";
-    case v1::STEP_STATE_SKIPPED:
-      return "skipped";
-    case v1::STEP_STATE_FAILED:
-      return "failed";
-    case v1::STEP_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
+  return EnumWord(v1::StepState_Name(state), "STEP_STATE_");
 }
 
 std::string DescribeProbe(const v1::ProbeSpec& probe) {
@@ -87,10 +70,12 @@ std::string JobDetails(const v1::Job& job) {
                        checkpoint.state() == v1::STEP_STATE_FAILED || checkpoint.seconds() > 0;
     rows.push_back({absl::StrCat(checkpoint.step()), StepStateName(checkpoint.state()),
                     timed ? absl::StrFormat("%.1f", checkpoint.seconds()) : "",
-                    checkpoint.error()});
+                    checkpoint.attempt() > 0 ? absl::StrCat(checkpoint.attempt()) : "",
+                    checkpoint.worker(), checkpoint.error()});
   }
   return text + "\n" +
-         RenderTable({"STEP", "STATE", "SECONDS", "ERROR"}, rows, {true, false, true, false});
+         RenderTable({"STEP", "STATE", "SECONDS", "ATTEMPT", "WORKER", "ERROR"}, rows,
+                     {true, false, true, true, false, false});
 }
 
 std::string RunsTable(const std::vector<v1::Run>& runs) {

@@ -170,10 +170,14 @@ TEST(JobFormattersTest, JobDetailsShowEachCheckpoint) {
   done->set_step(0);
   done->set_state(v1::STEP_STATE_DONE);
   done->set_seconds(4.06);
+  done->set_attempt(2);
+  done->set_worker("node7-gpu0");
   v1::CheckpointStatus* failed = job.add_checkpoints();
   failed->set_step(2000);
   failed->set_state(v1::STEP_STATE_FAILED);
   failed->set_error("truncated file");
+  failed->set_attempt(1);
+  failed->set_worker("embedded-1");
   EXPECT_EQ(JobDetails(job),
             "job 3\n"
             "  run:      r\n"
@@ -182,9 +186,9 @@ TEST(JobFormattersTest, JobDetailsShowEachCheckpoint) {
             "  created:  c\n"
             "  updated:  u\n"
             "\n"
-            "STEP  STATE   SECONDS  ERROR\n"
-            "   0  done        4.1\n"
-            "2000  failed      0.0  truncated file\n");
+            "STEP  STATE   SECONDS  ATTEMPT  WORKER      ERROR\n"
+            "   0  done        4.1        2  node7-gpu0\n"
+            "2000  failed      0.0        1  embedded-1  truncated file\n");
 }
 
 TEST(JobFormattersTest, RunsTableShowsShapeProbesAndStepRange) {
