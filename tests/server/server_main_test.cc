@@ -83,7 +83,7 @@ class ServerMainTest : public ::testing::Test {
 TEST_F(ServerMainTest, BadFlagIsOneLineOnStderrAndExit2) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--bogus"}, std::vector<std::string>{},
-        std::vector<std::string>{"--allow-root", "/tmp", "--workers", "0"},
+        std::vector<std::string>{"--allow-root", "/tmp", "--workers", "-1"},
         std::vector<std::string>{"--allow-root", "/nonexistent/anisoscope-root"}}) {
     Child child = Spawn(args);
     ASSERT_GT(child.pid, 0);
