@@ -40,6 +40,16 @@ void LeaseKeeper::SetProgress(int done, int total) {
   progress_unsent_ = true;
 }
 
+void LeaseKeeper::FlushProgress() {
+  absl::MutexLock beat_lock(&beat_mu_);
+  bool unsent = false;
+  {
+    absl::MutexLock lock(&mu_);
+    unsent = progress_unsent_ && !ended_;
+  }
+  if (unsent) BeatLocked();
+}
+
 bool LeaseKeeper::ended() const {
   absl::MutexLock lock(&mu_);
   return ended_;
@@ -66,6 +76,10 @@ void LeaseKeeper::Loop() {
 
 void LeaseKeeper::Beat() {
   absl::MutexLock beat_lock(&beat_mu_);
+  BeatLocked();
+}
+
+void LeaseKeeper::BeatLocked() {
   pb::HeartbeatRequest request;
   request.set_lease_id(lease_id_);
   {

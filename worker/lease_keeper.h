@@ -34,6 +34,9 @@ class LeaseKeeper {
   // Wakes the heartbeat thread to send the progress (the engine never waits for it;
   // batches done faster than a round trip go out together).
   void SetProgress(int done, int total);
+  // Waits for the heartbeat in flight and sends the progress not yet sent, so that the
+  // server has the last batch's progress before the upload.
+  void FlushProgress();
   // True once the server ended the lease; `why` says how (for logs).
   bool ended() const;
   std::string why() const;
@@ -42,6 +45,7 @@ class LeaseKeeper {
   void Loop();
   // Sends one heartbeat with the current progress and takes in the verdict.
   void Beat();
+  void BeatLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(beat_mu_);
 
   WorkClient* const client_;
   const std::string lease_id_;

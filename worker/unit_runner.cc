@@ -74,6 +74,7 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
     }
     return metrics.status();
   }
+  keeper->FlushProgress();
   pb::CompleteWorkRequest request;
   request.set_lease_id(unit.lease_id());
   pb::Probe* probe_info = request.mutable_probe();
