@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -72,9 +73,11 @@ int main(int argc, char** argv) {
   loop_options.idle_exit = absl::Seconds(options.idle_exit_seconds);
   worker::WorkerLoop loop(loop_options, stub.get(), &factory, policy->get());
 
-  std::thread signals([&loop, &stop_signals] {
+  std::atomic<bool> finished{false};  // the loop ended by itself (--max-units, --idle-exit)
+  std::thread signals([&loop, &stop_signals, &finished] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
+    if (finished) return;
     spdlog::info("received {}; giving the lease back and exiting",
                  signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
     loop.Stop();
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
                options.server);
   std::cout << "worker " << options.name << " started" << std::endl;
   const int units = loop.Run();
+  finished = true;
   pthread_kill(signals.native_handle(), SIGTERM);  // wakes the signal thread if still waiting
   signals.join();
   spdlog::info("worker {} exiting after {} unit(s)", options.name, units);

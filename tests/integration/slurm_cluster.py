@@ -16,6 +16,14 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _mem_total_mb():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    return 1024
+
+
 def _tail(path, lines=20):
     try:
         with open(path, errors="replace") as f:
@@ -27,30 +35,48 @@ def _tail(path, lines=20):
 class SlurmCluster:
     """`with SlurmCluster(workdir) as cluster:` starts munged, slurmctld and slurmd."""
 
-    PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo")
+    PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "squeue",
+                "scancel")
+    PARTITION = "test"
 
-    def __init__(self, workdir, cpus=2):
+    def __init__(self, workdir, cpus=None, memory_mb=None):
         self.dir = os.path.join(workdir, "slurm")
-        self.host = socket.gethostname().split(".")[0]
-        self.cpus = cpus
-        self.processes = []
+        self.host = socket.gethostname().split(".")[0]   # what `hostname -s` prints
+        # The node's real CPUs and memory, or less: slurmd drains a node configured with more.
+        self.cpus = cpus or len(os.sched_getaffinity(0))
+        self.memory_mb = memory_mb or max(1, _mem_total_mb() - 512)
+        self.processes, self._logs = [], []
         self.conf = os.path.join(self.dir, "slurm.conf")
         self.env = dict(os.environ, SLURM_CONF=self.conf)
+        self.start_seconds = None
 
     def __enter__(self):
         missing = [p for p in self.PROGRAMS if shutil.which(p) is None]
         if missing:
             raise RuntimeError(f"Slurm is not installed: {', '.join(missing)} not found "
                                "(apt-get install slurm-wlm munge; scripts/setup.sh does)")
+        started = time.monotonic()
         try:
             self._start()
+            self.start_seconds = time.monotonic() - started
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
     def __exit__(self, *exc):
-        for process in reversed(self.processes):
+        """Cancels the jobs still queued or running (their processes live under slurmstepd,
+        which outlives slurmd), then stops slurmd, slurmctld and munged, each by its own pid
+        (SIGTERM, then SIGKILL)."""
+        if self.processes and all(p.poll() is None for _, p in self.processes):
+            try:
+                if self.run(["squeue", "-h", "-o", "%i"], check=False).stdout.strip():
+                    self.run(["scancel", f"--partition={self.PARTITION}"], check=False)
+                    self._wait(lambda: not self.run(["squeue", "-h", "-o", "%i"],
+                                                    check=False).stdout.strip(), 30, "scancel")
+            except (RuntimeError, subprocess.SubprocessError):
+                pass
+        for _, process in reversed(self.processes):
             if process.poll() is None:
                 process.terminate()
                 try:
@@ -58,7 +84,9 @@ class SlurmCluster:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-        self.processes = []
+        for log in self._logs:
+            log.close()
+        self.processes, self._logs = [], []
 
     def _start(self):
         os.makedirs(self.dir)
@@ -115,35 +143,50 @@ class SlurmCluster:
             "MpiDefault=none",
             "SlurmctldTimeout=30",
             "SlurmdTimeout=30",
-            f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=1000 "
-            "State=UNKNOWN",
-            f"PartitionName=test Nodes={self.host} Default=YES MaxTime=INFINITE State=UP",
+            f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus} "
+            f"RealMemory={self.memory_mb} State=UNKNOWN",
+            f"PartitionName={self.PARTITION} Nodes={self.host} Default=YES MaxTime=INFINITE "
+            "State=UP",
             ""])
 
     def _spawn(self, name, args):
         log = open(os.path.join(self.dir, f"{name}.out"), "w")
-        self.processes.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                               env=self.env))
+        self._logs.append(log)
+        self.processes.append((name, subprocess.Popen(args, stdout=log,
+                                                      stderr=subprocess.STDOUT, env=self.env)))
 
     def _wait(self, predicate, timeout, what):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if predicate():
                 return
-            for process in self.processes:
+            for name, process in self.processes:
                 if process.poll() is not None:
-                    break
+                    raise RuntimeError(f"Slurm: {name} exited with {process.returncode} "
+                                       f"while waiting for {what}; " + self.logs())
             time.sleep(0.2)
         raise RuntimeError(f"Slurm: waited {timeout} s for {what}; " + self.logs())
+
+    @property
+    def pids(self):
+        """{daemon: pid} of the daemons this cluster started."""
+        return {name: process.pid for name, process in self.processes}
+
+    @property
+    def log_paths(self):
+        """{name: path} of the daemons' log files (slurmctld.log, slurmd.log, munged.log)
+        and their captured stdout/stderr (*.out)."""
+        return {name: os.path.join(self.dir, name)
+                for name in ("munged.log", "munged.out", "slurmctld.log", "slurmctld.out",
+                             "slurmd.log", "slurmd.out")}
 
     def _node_idle(self):
         result = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False)
         return result.returncode == 0 and result.stdout.strip() == "idle"
 
     def logs(self):
-        return "; ".join(f"{name}: {_tail(os.path.join(self.dir, name))}"
-                         for name in ("munged.log", "munged.out", "slurmctld.log",
-                                      "slurmctld.out", "slurmd.log", "slurmd.out"))
+        """The tails of the daemons' logs, for error messages."""
+        return "; ".join(f"{name}: {_tail(path)}" for name, path in self.log_paths.items())
 
     def run(self, args, check=True, env=None):
         result = subprocess.run(args, capture_output=True, text=True, timeout=60,
@@ -157,8 +200,10 @@ class SlurmCluster:
         out = self.run(["sbatch", "--parsable", *args], env=env).stdout.strip()
         return out.split(";")[0]
 
-    def job_states(self, job_id):
-        """{task id: state} of a job (array tasks by their array index), from scontrol."""
+    def job_state(self, job_id):
+        """{task id: (state, exit code)} of a job from `scontrol show job`: array tasks by
+        their index ("0", "1"; tasks still pending together appear as one range, "2-3"),
+        a plain job as "0"; {} once Slurm has forgotten the job (MinJobAge, 300 s)."""
         result = self.run(["scontrol", "-o", "show", "job", job_id], check=False)
         states = {}
         for line in result.stdout.splitlines():
@@ -170,15 +215,17 @@ class SlurmCluster:
                                                           exit_code.group(1) if exit_code else "")
         return states
 
-    def wait_all_done(self, job_id, count, timeout):
-        """Waits until `count` tasks of the job have ended; returns their states."""
+    FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+             "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
+
+    def wait_all_done(self, job_id, timeout, count=1):
+        """Waits until every task of the job has ended (and at least `count` tasks are
+        known); returns job_state(). Raises with the daemons' logs on timeout."""
         deadline = time.time() + timeout
-        final = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
         states = {}
         while time.time() < deadline:
-            states = self.job_states(job_id)
-            ended = [s for s, _ in states.values() if s in final]
-            if len(ended) >= count:
+            states = self.job_state(job_id)
+            if len(states) >= count and all(s in self.FINAL for s, _ in states.values()):
                 return states
             time.sleep(0.5)
         raise RuntimeError(f"Slurm job {job_id} not done after {timeout} s: {states}; "
