@@ -108,6 +108,12 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::Extract(
     const ExtractCallbacks& callbacks) {
   try {
     return ExtractUnguarded(checkpoint_dir, probe, callbacks);
+  } catch (const c10::OutOfMemoryError& error) {
+    // The device's trouble, not the checkpoint's: a worker may retry it (smaller batch, other
+    // device).
+    return absl::ResourceExhaustedError(absl::StrCat("checkpoint ", checkpoint_dir.string(),
+                                                     ": out of memory: ",
+                                                     error.what_without_backtrace()));
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("checkpoint ", checkpoint_dir.string(),
                                             ": LibTorch error: ", error.what_without_backtrace()));

@@ -181,7 +181,7 @@ absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id) {
         const size_t index = p->second;
         p = pending_.erase(p);
         job->record.checkpoints[index].state = StepState::kCancelled;
-        SaveCheckpoint(job, index);
+        SaveCheckpoint(job, index).IgnoreError();  // logged
         PublishStep(job, index, pb::JobEvent::KIND_STEP_FINISHED, 0, 0);
       }
       std::vector<std::string> leased;
@@ -271,17 +271,24 @@ void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request, bool 
                              options_.max_lease_wait);
   pb::LeaseWorkResponse response;
   bool stopped = false;
+  absl::StatusOr<bool> granted = false;
   {
     absl::MutexLock lock(&mu_);
-    if (!leasing_stopped_ && !GrantLocked(waiter, &response) && waiter.deadline > absl::Now()) {
-      waiter.done = std::move(done);
-      waiters_[ticket] = std::make_unique<Waiter>(std::move(waiter));
-      return;
-    }
     stopped = leasing_stopped_;
+    if (!stopped) {
+      granted = GrantLocked(waiter, &response);
+      if (granted.ok() && !*granted && waiter.deadline > absl::Now()) {
+        if (waiters_.empty() || waiter.deadline < next_wake_) reaper_wake_ = true;
+        waiter.done = std::move(done);
+        waiters_[ticket] = std::make_unique<Waiter>(std::move(waiter));
+        return;
+      }
+    }
   }
   if (stopped) {
     done(absl::UnavailableError("server is shutting down; not leasing work"));
+  } else if (!granted.ok()) {
+    done(granted.status());
   } else {
     done(std::move(response));
   }
@@ -292,12 +299,13 @@ bool JobRunner::WithdrawLease(int64_t ticket) {
   return waiters_.erase(ticket) > 0;
 }
 
-bool JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkResponse* response) {
+absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter,
+                                             pb::LeaseWorkResponse* response) {
   if (pending_.empty()) return false;
   const StepKey key = *pending_.begin();
-  pending_.erase(pending_.begin());
   ActiveJob* job = active_.at(key.first).get();
   storage::JobCheckpoint& checkpoint = job->record.checkpoints[key.second];
+  const storage::JobCheckpoint before = checkpoint;
   const std::string lease_id = NewLeaseId();
   checkpoint.state = StepState::kRunning;
   checkpoint.error.clear();
@@ -305,16 +313,24 @@ bool JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkResponse* respons
   checkpoint.lease_id = lease_id;
   checkpoint.lease_local = waiter.local;
   checkpoint.worker = waiter.request.worker().name();
+  if (absl::Status saved = SaveCheckpoint(job, key.second); !saved.ok()) {
+    checkpoint = before;  // the lease exists only once it is stored
+    return absl::UnavailableError(
+        absl::StrCat("cannot store a lease (retry later): ", saved.message()));
+  }
+  pending_.erase(pending_.begin());
   if (job->record.state == JobState::kQueued) {
     job->record.state = JobState::kRunning;
     SaveJobState(job);
   }
-  SaveCheckpoint(job, key.second);
 
   auto entry = std::make_unique<LeaseEntry>();
   entry->key = key;
   entry->local = waiter.local;
-  if (!waiter.local) entry->deadline = absl::Now() + options_.lease_timeout;
+  if (!waiter.local) {
+    entry->deadline = absl::Now() + options_.lease_timeout;
+    if (entry->deadline < next_wake_) reaper_wake_ = true;
+  }
   pb::WorkUnit* unit = response->mutable_unit();
   unit->set_lease_id(lease_id);
   unit->set_job_id(key.first);
@@ -340,7 +356,12 @@ void JobRunner::DispatchLocked(Deliveries* deliveries) {
     std::unique_ptr<Waiter> waiter = std::move(first->second);
     waiters_.erase(first);
     auto response = std::make_shared<pb::LeaseWorkResponse>();
-    GrantLocked(*waiter, response.get());
+    const absl::StatusOr<bool> granted = GrantLocked(*waiter, response.get());
+    if (!granted.ok()) {
+      deliveries->push_back(
+          [done = std::move(waiter->done), status = granted.status()] { done(status); });
+      return;  // the store refuses writes now; the next call tries again
+    }
     deliveries->push_back([done = std::move(waiter->done), response] { done(*response); });
   }
 }
@@ -361,7 +382,7 @@ absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRe
   ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(request.lease_id()));
   ActiveJob* job = active_.at(lease->key.first).get();
   storage::JobCheckpoint& checkpoint = job->record.checkpoints[lease->key.second];
-  if (!request.probe_id().empty() && !lease->stored_checked) {
+  if (!request.probe_id().empty() && !lease->stored_checked && !lease->completing) {
     lease->stored_checked = true;
     checkpoint.probe_id = request.probe_id();
     if (!job->record.spec.force) {
@@ -435,7 +456,15 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
     if (it == leases_.end()) return LeaseNotCurrent(lease_id);
     it->second->completing = false;
     const StepKey key = it->second->key;
-    if (!stored.ok()) {
+    const bool refused = !stored.ok() && (absl::IsInvalidArgument(stored.status()) ||
+                                          absl::IsFailedPrecondition(stored.status()));
+    if (!stored.ok() && !refused) {
+      // The store could not write now (busy, full): the lease stays; the worker retries.
+      if (!it->second->local) it->second->deadline = absl::Now() + options_.lease_timeout;
+      status = absl::UnavailableError(absl::StrCat("step ", finished.step,
+                                                   " not stored yet (retry): ",
+                                                   stored.status().message()));
+    } else if (!stored.ok()) {
       const std::string error =
           absl::StrCat("upload of step ", finished.step, " refused: ", stored.status().message());
       EndLeaseLocked(lease_id, StepState::kFailed, error, &deliveries);
@@ -518,7 +547,7 @@ void JobRunner::EndLeaseLocked(const std::string& lease_id, StepState state,
   checkpoint.error = error;
   checkpoint.lease_id.clear();
   checkpoint.lease_local = false;
-  SaveCheckpoint(job, key.second);
+  SaveCheckpoint(job, key.second).IgnoreError();  // logged
   if (state == StepState::kPending) {
     if (!error.empty()) {
       spdlog::warn("job {} step {} back to pending: {}", key.first, checkpoint.step, error);
@@ -545,7 +574,12 @@ void JobRunner::ReaperLoop() {
       absl::Time next = absl::Now() + absl::Seconds(1);
       for (const auto& [ticket, waiter] : waiters_) next = std::min(next, waiter->deadline);
       for (const auto& [id, lease] : leases_) next = std::min(next, lease->deadline);
-      mu_.AwaitWithDeadline(absl::Condition(&draining_), next);
+      next_wake_ = next;
+      reaper_wake_ = false;
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return draining_ || reaper_wake_;
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&woken), next);
       if (draining_) return;
       const absl::Time now = absl::Now();
       for (auto it = waiters_.begin(); it != waiters_.end();) {
@@ -610,12 +644,13 @@ void JobRunner::Drain() {
 
 // ---- Store and events ------------------------------------------------------------------
 
-void JobRunner::SaveCheckpoint(ActiveJob* job, size_t index) {
+absl::Status JobRunner::SaveCheckpoint(ActiveJob* job, size_t index) {
   job->record.updated_at = NowIso8601();
   absl::Status status = store_->UpdateCheckpoint(job->record.id, job->record.checkpoints[index]);
   if (!status.ok()) {
     spdlog::error("job {}: storing checkpoint state failed: {}", job->record.id, status.ToString());
   }
+  return status;
 }
 
 void JobRunner::SaveJobState(ActiveJob* job) {

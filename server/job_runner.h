@@ -133,8 +133,10 @@ class JobRunner {
   void AddJob(storage::JobRecord record, ::anisoscope::v1::UnitProbe probe)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Leases the oldest pending step to `waiter`; false when none is pending.
-  bool GrantLocked(const Waiter& waiter, ::anisoscope::v1::LeaseWorkResponse* response)
+  // Leases the oldest pending step to `waiter`; false when none is pending. When the lease
+  // cannot be stored, nothing changes and the store's error comes back.
+  absl::StatusOr<bool> GrantLocked(const Waiter& waiter,
+                                   ::anisoscope::v1::LeaseWorkResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands pending steps to waiting lease calls.
   void DispatchLocked(Deliveries* deliveries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -153,7 +155,8 @@ class JobRunner {
   // Expires leases and long polls whose time is up, until Drain.
   void ReaperLoop();
 
-  void SaveCheckpoint(ActiveJob* job, size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores a checkpoint's state; errors are logged and returned.
+  absl::Status SaveCheckpoint(ActiveJob* job, size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SaveJobState(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishStep(ActiveJob* job, size_t index, int kind, int done, int total)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -176,6 +179,9 @@ class JobRunner {
   std::vector<std::string> cancelled_order_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::unique_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);  // by ticket
   int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  // The reaper's next wake-up, and whether something due earlier was added since.
+  absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  bool reaper_wake_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Mutex join_mu_;  // serializes Drain's join
 };

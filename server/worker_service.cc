@@ -1,5 +1,6 @@
 #include "server/worker_service.h"
 
+#include <atomic>
 #include <utility>
 
 #include "common/grpc_status.h"
@@ -16,7 +17,9 @@ namespace pb = ::anisoscope::v1;
 class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
  public:
   LeaseWorkReactor(JobRunner* runner, pb::LeaseWorkResponse* response)
-      : runner_(runner), response_(response), ticket_(runner->NewLeaseTicket()) {}
+      : runner_(runner),
+        response_(response),
+        ticket_(runner->NewLeaseTicket()) {}
 
   // Touches nothing of `this` after Lease: the answer may finish the call, and OnDone
   // delete the reactor, before Lease returns.
@@ -29,14 +32,26 @@ class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
 
   // A withdrawn wait is never answered, so the call is finished here.
   void OnCancel() override {
+    cancelled_ = true;
     if (runner_->WithdrawLease(ticket_)) Finish(grpc::Status::CANCELLED);
   }
 
-  void OnDone() override { delete this; }
+  // A unit granted to a call that had already gone (the worker stopped or disconnected
+  // mid-poll) is given back rather than left to expire.
+  void OnDone() override {
+    if (cancelled_ && response_->has_unit()) {
+      pb::FailWorkRequest release;
+      release.set_lease_id(response_->unit().lease_id());
+      release.set_kind(pb::FailWorkRequest::KIND_RELEASED);
+      runner_->Fail(release).IgnoreError();  // already ended otherwise: nothing to do
+    }
+    delete this;
+  }
 
  private:
   JobRunner* const runner_;
   pb::LeaseWorkResponse* const response_;
+  std::atomic<bool> cancelled_{false};
   const int64_t ticket_;
 };
 

@@ -56,9 +56,11 @@ template <typename Response, typename Call>
 absl::StatusOr<Response> Retried(const WorkClient& client, const char* what,
                                  absl::Duration patience, Call call) {
   const absl::Time give_up = absl::Now() + patience;
+  // A call never outlives the caller's patience by much (a heartbeat's is one interval).
+  const absl::Duration call_deadline = std::min(kCallDeadline, std::max(patience, absl::Seconds(2)));
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext context;
-    client.Prepare(&context, kCallDeadline);
+    client.Prepare(&context, call_deadline);
     Response response;
     const grpc::Status status = call(&context, &response);
     if (status.ok()) return response;

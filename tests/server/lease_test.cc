@@ -176,6 +176,7 @@ TEST_F(LeaseTest, AProbeIdAlreadyStoredSkipsTheStep) {
 }
 
 TEST_F(LeaseTest, ALongPollIsAnsweredWhenWorkArrives) {
+  lease_timeout_seconds_ = 30;  // the unit stays leased while the second poll waits
   StartServer(0);
   std::thread submitter([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
