@@ -3,22 +3,11 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
 #include "common/message_limits.h"
+#include "common/random_id.h"
 
 namespace anisoscope::server {
-namespace {
-
-// 128 random bits as hex: the embedded workers' key of this server process.
-std::string NewRandomKey() {
-  std::random_device device;
-  return absl::StrCat(absl::Hex(device(), absl::kZeroPad8), absl::Hex(device(), absl::kZeroPad8),
-                      absl::Hex(device(), absl::kZeroPad8), absl::Hex(device(), absl::kZeroPad8));
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     const ServerOptions& options, worker::ExtractorFactory extractor_factory) {
@@ -55,7 +44,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   server->job_service_ =
       std::make_unique<JobServiceImpl>(server->runner_.get(), server->policy_.get());
   server->query_service_ = std::make_unique<QueryServiceImpl>(server->store_.get());
-  const std::string embedded_key = NewRandomKey();
+  const std::string embedded_key = RandomId128();  // this process's embedded workers' key
   server->worker_service_ =
       std::make_unique<WorkerServiceImpl>(server->runner_.get(), embedded_key);
 

@@ -3,10 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/random_id.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
 #include "server/step_upload.h"
@@ -27,15 +27,6 @@ bool IsFinal(JobState state) {
 
 std::string NowIso8601() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
-}
-
-// 128 random bits as 32 hex digits.
-std::string NewLeaseId() {
-  static absl::Mutex mu(absl::kConstInit);
-  static std::mt19937_64* engine = new std::mt19937_64(std::random_device{}());
-  absl::MutexLock lock(&mu);
-  return absl::StrCat(absl::Hex((*engine)(), absl::kZeroPad16),
-                      absl::Hex((*engine)(), absl::kZeroPad16));
 }
 
 absl::Status LeaseNotCurrent(const std::string& lease_id) {
@@ -278,7 +269,7 @@ void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request, bool 
     if (!stopped) {
       granted = GrantLocked(waiter, &response);
       if (granted.ok() && !*granted && waiter.deadline > absl::Now()) {
-        if (waiters_.empty() || waiter.deadline < next_wake_) reaper_wake_ = true;
+        if (waiter.deadline < next_wake_) reaper_wake_ = true;
         waiter.done = std::move(done);
         waiters_[ticket] = std::make_unique<Waiter>(std::move(waiter));
         return;
@@ -306,7 +297,7 @@ absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter,
   ActiveJob* job = active_.at(key.first).get();
   storage::JobCheckpoint& checkpoint = job->record.checkpoints[key.second];
   const storage::JobCheckpoint before = checkpoint;
-  const std::string lease_id = NewLeaseId();
+  const std::string lease_id = RandomId128();
   checkpoint.state = StepState::kRunning;
   checkpoint.error.clear();
   checkpoint.attempt += 1;
@@ -446,7 +437,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
     finished.seconds = request.seconds();
     finished.lease_id.clear();
     finished.lease_local = false;
-    stored = store_->FinishLease(job_id, lease_id, finished, &*result, force);
+    stored = store_->FinishLease(job_id, lease_id, finished, *result, force);
   }
   Deliveries deliveries;
   absl::Status status = stored.status();

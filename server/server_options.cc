@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/device_name.h"
 
 namespace anisoscope::server {
 namespace {
@@ -45,13 +46,6 @@ absl::Status ParseChoice(const std::string& flag, const std::string& value,
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--", flag, " got '", value, "'; want one of ", absl::StrJoin(choices, ", ")));
-}
-
-bool IsDevice(const std::string& value) {
-  if (value == "cpu" || value == "cuda") return true;
-  int index = 0;
-  return absl::StartsWith(value, "cuda:") && absl::SimpleAtoi(value.substr(5), &index) &&
-         index >= 0;
 }
 
 }  // namespace
@@ -142,7 +136,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
        }},
       {"device",
        [&](const std::string& v) {
-         if (!IsDevice(v)) {
+         if (!IsDeviceName(v)) {
            return absl::InvalidArgumentError(
                absl::StrCat("--device got '", v, "'; want cpu, cuda or cuda:N"));
          }

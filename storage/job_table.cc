@@ -225,7 +225,7 @@ absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpo
 
 absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                           const std::string& lease_id, JobCheckpoint checkpoint,
-                                          const StepResult* result, bool replace) {
+                                          const StepResult& result, bool replace) {
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement select,
                    db->Prepare("SELECT lease_id FROM checkpoints WHERE job_id = ? AND step = ?"));
@@ -236,13 +236,11 @@ absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                                       " step ", checkpoint.step,
                                                       " is no longer current"));
   }
-  if (result != nullptr) {
-    const absl::Status written = WriteStepInTransaction(db, *result, replace);
-    if (absl::IsAlreadyExists(written)) {
-      checkpoint.state = StepState::kSkipped;  // stored meanwhile by another job
-    } else {
-      RETURN_IF_ERROR(written);
-    }
+  const absl::Status written = WriteStepInTransaction(db, result, replace);
+  if (absl::IsAlreadyExists(written)) {
+    checkpoint.state = StepState::kSkipped;  // stored meanwhile by another job
+  } else {
+    RETURN_IF_ERROR(written);
   }
   RETURN_IF_ERROR(UpdateCheckpointInTransaction(db, job_id, checkpoint));
   RETURN_IF_ERROR(transaction.Commit());

@@ -33,12 +33,11 @@ absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
 // NOT_FOUND for an unknown job or step. Both bump the job's updated_at.
 absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error);
 absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint);
-// Ends lease `lease_id` of `checkpoint.step` in one transaction: writes `result` (when not
-// null; a step already stored makes the checkpoint skipped unless `replace`) and stores
-// `checkpoint`. FAILED_PRECONDITION, changing nothing, when the lease is not the current
+// Ends lease `lease_id` of `checkpoint.step` in one transaction: writes `result` (a step
+// already stored makes the checkpoint skipped unless `replace`) and stores `checkpoint`. FAILED_PRECONDITION, changing nothing, when the lease is not the current
 // one. Returns the checkpoint's final state.
 absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                           const std::string& lease_id, JobCheckpoint checkpoint,
-                                          const StepResult* result, bool replace);
+                                          const StepResult& result, bool replace);
 
 }  // namespace anisoscope::storage

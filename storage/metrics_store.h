@@ -57,13 +57,12 @@ class MetricsStore {
   virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
   virtual absl::Status SetJobState(int64_t id, JobState state, const std::string& error) = 0;
   virtual absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) = 0;
-  // Ends a lease in one transaction: the step's results (when `result` is not null) and the
-  // checkpoint's new state, or FAILED_PRECONDITION and nothing when `lease_id` is not the
-  // checkpoint's current lease. Returns the stored state (SKIPPED when the step was stored
-  // meanwhile and not `replace`).
+  // Ends a lease in one transaction: the step's results and the checkpoint's new state, or
+  // FAILED_PRECONDITION and nothing when `lease_id` is not the checkpoint's current lease.
+  // Returns the stored state (SKIPPED when the step was stored meanwhile and not `replace`).
   virtual absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,
                                                 const JobCheckpoint& checkpoint,
-                                                const StepResult* result, bool replace) = 0;
+                                                const StepResult& result, bool replace) = 0;
 
  protected:
   MetricsStore() = default;

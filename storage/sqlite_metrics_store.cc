@@ -96,7 +96,7 @@ absl::Status SqliteMetricsStore::UpdateCheckpoint(int64_t job_id, const JobCheck
 absl::StatusOr<StepState> SqliteMetricsStore::FinishLease(int64_t job_id,
                                                           const std::string& lease_id,
                                                           const JobCheckpoint& checkpoint,
-                                                          const StepResult* result, bool replace) {
+                                                          const StepResult& result, bool replace) {
   absl::MutexLock lock(&mu_);
   return FinishLeaseInDb(db_.get(), job_id, lease_id, checkpoint, result, replace);
 }

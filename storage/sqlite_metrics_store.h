@@ -35,7 +35,7 @@ class SqliteMetricsStore : public MetricsStore {
   absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
   absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;
   absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,
-                                        const JobCheckpoint& checkpoint, const StepResult* result,
+                                        const JobCheckpoint& checkpoint, const StepResult& result,
                                         bool replace) override;
 
  private:

@@ -5,9 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/device_name.h"
 
 namespace anisoscope::worker {
 namespace {
@@ -24,13 +23,7 @@ std::string DefaultName() {
 }
 
 std::string CheckDevice(const std::string& value) {
-  int index = 0;
-  if (value == "cpu" || value == "cuda" ||
-      (absl::StartsWith(value, "cuda:") && absl::SimpleAtoi(value.substr(5), &index) &&
-       index >= 0)) {
-    return "";
-  }
-  return "want cpu, cuda or cuda:N";
+  return IsDeviceName(value) ? "" : "want cpu, cuda or cuda:N";
 }
 
 std::string CheckHostPort(const std::string& value) {

@@ -7,11 +7,10 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import tempfile
 import unittest
 
-from server_process import ServerProcess, wait_for
+from server_process import ServerProcess, stored_steps, wait_for
 
 FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "bert_run")
 STEPS = [0, 100, 250, 400]
@@ -37,12 +36,6 @@ def make_long_run(work, count=12):
 
 def job_id(output):
     return re.search(r"job (\d+)", output).group(1)
-
-
-def stored_steps(db):
-    with sqlite3.connect(db) as connection:
-        return connection.execute(
-            "SELECT step, COUNT(*) FROM steps GROUP BY step ORDER BY step").fetchall()
 
 
 class EndToEndTest(unittest.TestCase):

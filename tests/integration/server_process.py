@@ -2,6 +2,7 @@
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -59,6 +60,13 @@ class ServerProcess:
             raise AssertionError(f"anisoscope {' '.join(map(str, args))} exited "
                                  f"{result.returncode}: {result.stderr}")
         return result
+
+
+def stored_steps(db):
+    """(step, rows stored) of every step in the database, ascending: exactly once is 1."""
+    with sqlite3.connect(db) as connection:
+        return connection.execute(
+            "SELECT step, COUNT(*) FROM steps GROUP BY step ORDER BY step").fetchall()
 
 
 def wait_for(predicate, timeout=120, interval=0.1):

@@ -11,7 +11,7 @@ import sqlite3
 import tempfile
 import unittest
 
-from server_process import BIN, ServerProcess, wait_for
+from server_process import BIN, ServerProcess, stored_steps, wait_for
 from slurm_cluster import SlurmCluster
 
 FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "bert_run")
@@ -84,11 +84,9 @@ class SlurmTest(unittest.TestCase):
             self.assertEqual((state, exit_code), ("COMPLETED", "0:0"), f"task {task}")
 
         with sqlite3.connect(self.db) as db:
-            stored = db.execute("SELECT step, COUNT(*) FROM steps GROUP BY step "
-                                "ORDER BY step").fetchall()
             workers = {row[0] for row in db.execute(
                 "SELECT worker FROM checkpoints WHERE job_id = ?", (job,))}
-        self.assertEqual(stored, [(s, 1) for s in steps])
+        self.assertEqual(stored_steps(self.db), [(s, 1) for s in steps])
         names = {f"{self.cluster.host}-{array}_{task}" for task in (0, 1)}
         self.assertTrue(workers and workers <= names, (workers, names))
         for task in (0, 1):

@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from server_process import BIN, ServerProcess, wait_for
+from server_process import BIN, ServerProcess, stored_steps, wait_for
 
 FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "bert_run")
 
@@ -112,11 +112,6 @@ class WorkerTest(unittest.TestCase):
         with sqlite3.connect(self.db) as db:
             return db.execute("SELECT state FROM jobs WHERE id = ?", (job,)).fetchone()[0]
 
-    def stored(self):
-        with sqlite3.connect(self.db) as db:
-            return db.execute("SELECT step, COUNT(*) FROM steps GROUP BY step "
-                              "ORDER BY step").fetchall()
-
     def wait_final(self, job, timeout=240):
         self.assertTrue(wait_for(lambda: self.job_state(job) not in ("queued", "running"),
                                  timeout=timeout, interval=0.2),
@@ -141,7 +136,7 @@ class WorkerTest(unittest.TestCase):
             self.start_worker(name)
         job = self.submit(run_dir, probe)
         self.assertEqual(self.wait_final(job), "succeeded", self.checkpoints(job))
-        self.assertEqual(self.stored(), [(s, 1) for s in steps])
+        self.assertEqual(stored_steps(self.db), [(s, 1) for s in steps])
         rows = self.checkpoints(job)
         self.assertTrue(all(r[2] == 1 for r in rows), rows)
         self.assertGreaterEqual(len({r[3] for r in rows}), 2, rows)
@@ -156,7 +151,7 @@ class WorkerTest(unittest.TestCase):
         doomed.wait()
         self.start_worker("rescuer")
         self.assertEqual(self.wait_final(job), "succeeded", self.checkpoints(job))
-        self.assertEqual(self.stored(), [(s, 1) for s in steps])
+        self.assertEqual(stored_steps(self.db), [(s, 1) for s in steps])
         row = next(r for r in self.checkpoints(job) if r[0] == step)
         self.assertEqual((row[1], row[2], row[3]), ("done", 2, "rescuer"), row)
         self.assertIn("lease expired", self.server.read_log())
@@ -174,7 +169,7 @@ class WorkerTest(unittest.TestCase):
         self.start_worker("finisher")
         self.assertEqual(self.wait_final(job), "succeeded")
         self.assertEqual(self.checkpoints(job)[0][2:4], (1, "finisher"))
-        self.assertEqual(self.stored(), [(steps[0], 1)])
+        self.assertEqual(stored_steps(self.db), [(steps[0], 1)])
 
     def test_a_server_killed_under_live_workers_comes_back_and_loses_nothing(self):
         port = free_port()
@@ -190,7 +185,7 @@ class WorkerTest(unittest.TestCase):
         time.sleep(1)  # workers find the server gone and back off
         self.start_server(*listen)
         self.assertEqual(self.wait_final(job), "succeeded", self.checkpoints(job))
-        self.assertEqual(self.stored(), [(s, 1) for s in steps])
+        self.assertEqual(stored_steps(self.db), [(s, 1) for s in steps])
         with sqlite3.connect(self.db) as db:
             self.assertEqual(db.execute("PRAGMA integrity_check").fetchone()[0], "ok")
 
@@ -200,7 +195,7 @@ class WorkerTest(unittest.TestCase):
         self.start_worker("remote")
         job = self.submit(run_dir, probe)
         self.assertEqual(self.wait_final(job), "succeeded")
-        self.assertEqual(self.stored(), [(s, 1) for s in steps])
+        self.assertEqual(stored_steps(self.db), [(s, 1) for s in steps])
         self.assertEqual({r[3] for r in self.checkpoints(job)}, {"embedded-1", "remote"})
 
     def test_a_worker_refuses_paths_outside_its_own_roots(self):
@@ -214,7 +209,7 @@ class WorkerTest(unittest.TestCase):
         error = self.checkpoints(job)[0][4]
         self.assertIn("worker 'fenced' refuses", error)
         self.assertIn(run_dir, error)
-        self.assertEqual(self.stored(), [])
+        self.assertEqual(stored_steps(self.db), [])
 
     def test_max_units_and_idle_exit_end_the_worker_with_status_0(self):
         self.start_server()
@@ -225,7 +220,7 @@ class WorkerTest(unittest.TestCase):
         idle = self.start_worker("idler", "--idle-exit", "1")
         self.assertEqual(idle.wait(60), 0, idle.read_log())
         self.assertEqual(self.wait_final(job), "succeeded")
-        self.assertEqual(self.stored(), [(s, 1) for s in steps])
+        self.assertEqual(stored_steps(self.db), [(s, 1) for s in steps])
         self.assertIn("idle for", idle.read_log())
 
 
