@@ -3,18 +3,28 @@
 #include <algorithm>
 #include <numeric>
 
+#include "analysis/device_memory.h"
+
 namespace anisoscope::analysis {
 
-int AutoBatchSize(const ModelShape& shape, int64_t length) {
-  constexpr int64_t kBudgetElements = (int64_t{32} << 20) / 4;
+int64_t BatchBudgetBytes(const at::Device& device) {
+  constexpr int64_t kCpuBudget = int64_t{32} << 20;
+  constexpr int64_t kCudaCeiling = int64_t{2} << 30;
+  if (!device.is_cuda()) return kCpuBudget;
+  return std::clamp<int64_t>(FreeMemoryBytes(device) / 8, kCpuBudget, kCudaCeiling);
+}
+
+int AutoBatchSize(const ModelShape& shape, int64_t length, int64_t budget_bytes) {
+  const int64_t budget_elements = budget_bytes / 4;
   constexpr int64_t kMaxBatch = 256;
   const int64_t per_sample =
       std::max<int64_t>(int64_t{shape.num_heads} * length, 4 * int64_t{shape.hidden_size}) *
       std::max<int64_t>(length, 1);
-  return static_cast<int>(std::clamp<int64_t>(kBudgetElements / per_sample, 1, kMaxBatch));
+  return static_cast<int>(std::clamp<int64_t>(budget_elements / per_sample, 1, kMaxBatch));
 }
 
-std::vector<Batch> PlanBatches(const Probe& probe, const ModelShape& shape, int batch_size) {
+std::vector<Batch> PlanBatches(const Probe& probe, const ModelShape& shape, int batch_size,
+                               int64_t budget_bytes) {
   std::vector<size_t> order(probe.samples.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -24,7 +34,7 @@ std::vector<Batch> PlanBatches(const Probe& probe, const ModelShape& shape, int 
   for (size_t first = 0; first < order.size();) {
     Batch batch;
     batch.length = static_cast<int64_t>(probe.samples[order[first]].size());
-    const size_t size = batch_size > 0 ? batch_size : AutoBatchSize(shape, batch.length);
+    const size_t size = batch_size > 0 ? batch_size : AutoBatchSize(shape, batch.length, budget_bytes);
     const size_t last = std::min(order.size(), first + size);
     batch.samples.assign(order.begin() + first, order.begin() + last);
     batches.push_back(std::move(batch));

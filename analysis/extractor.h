@@ -44,8 +44,13 @@ struct TorchExtractorOptions {
   // Intra-op threads for CPU work; 0 uses every core.
   int num_threads = 0;
   // Samples per forward; bounds peak memory (one batch's attention of one layer). 0 picks
-  // it per batch from the sequence length (AutoBatchSize in analysis/batching.h).
+  // it per batch from the sequence length and the device's memory (analysis/batching.h).
   int batch_size = 0;
+  // On CUDA, lets float32 matrix products use TF32 tensor cores (about 1e-3 relative per
+  // product; README gives the deviation measured on the fixtures). Off: exact float32.
+  // Process-wide in LibTorch and never switched back off: use it in a process that runs
+  // on one CUDA device (a worker, the benchmark).
+  bool allow_tf32 = false;
 };
 
 // Creates the LibTorch extractor; INVALID_ARGUMENT for a bad device or dtype,

@@ -138,7 +138,8 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   const at::Device device = model->device();
 
   MetricsObserver observer(model->shape(), device);
-  const std::vector<Batch> batches = PlanBatches(probe, model->shape(), options_.batch_size);
+  const std::vector<Batch> batches =
+      PlanBatches(probe, model->shape(), options_.batch_size, BatchBudgetBytes(device));
   const int total = static_cast<int>(batches.size());
   for (int index = 0; index < total; ++index) {
     if (callbacks.cancelled && callbacks.cancelled()) {
@@ -181,6 +182,9 @@ absl::StatusOr<std::unique_ptr<Extractor>> CreateTorchExtractor(
                           ? options.num_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
+  // Set only when asked: PyTorch 2.9+ refuses to mix this legacy switch with its newer
+  // precision settings, which its CPU kernels read, and the default is already off.
+  if (options.allow_tf32) at::globalContext().setAllowTF32CuBLAS(true);
   return std::unique_ptr<Extractor>(new TorchExtractor(options));
 }
 

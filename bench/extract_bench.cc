@@ -1,27 +1,45 @@
 // extract_bench: seconds per checkpoint and peak memory of the engine, with the cost of the
-// metrics as a ratio against a forward-only baseline measured in the same run.
+// metrics as a ratio against a forward-only baseline measured in the same run; optionally
+// a series of checkpoints one after another (what a worker does), and the metrics as JSON
+// (for bench/gpu/compare_metrics.py).
 //
-//   build/bin/extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--threads N]
-//                           [--batch-size N (default 0: automatic)] [--repeats N]
+//   build/bin/extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--dtype float32]
+//       [--threads N] [--batch-size N] [--repeats N] [--allow-tf32]
+//       [--series DIR...] [--metrics-json FILE]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
+#include "analysis/device_memory.h"
 #include "analysis/extractor.h"
 #include "analysis/models/transformer_model.h"
 
 namespace anisoscope::analysis {
 namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchOptions {
+  fs::path checkpoint;
+  fs::path probe;
+  TorchExtractorOptions extractor;
+  int repeats = 3;
+  std::vector<fs::path> series;
+  fs::path metrics_json;
+};
 
 // A ForwardObserver that keeps nothing: the baseline forward.
 class NullObserver : public ForwardObserver {
@@ -40,89 +58,176 @@ double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Forward only, with the extractor's batching.
-double TimeForwardOnly(const std::filesystem::path& dir, const Probe& probe,
-                       const TorchExtractorOptions& options) {
-  c10::InferenceMode guard;
-  auto checkpoint = Checkpoint::Load(dir);
-  auto model = CreateModel(*checkpoint, {options.device, options.dtype});
-  if (!model.ok()) {
-    std::fprintf(stderr, "extract_bench: %s\n", model.status().ToString().c_str());
-    std::exit(1);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  NullObserver observer;
-  for (const Batch& batch : PlanBatches(probe, (*model)->shape(), options.batch_size)) {
-    const BatchTensors tensors = MakeBatchTensors(probe, batch, (*model)->device());
-    (*model)->Forward(tensors.ids, tensors.valid, observer);
-  }
-  return Seconds(start);
+double MiB(int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
+
+[[noreturn]] void Fail(const absl::Status& status) {
+  std::fprintf(stderr, "extract_bench: %s\n", status.ToString().c_str());
+  std::exit(1);
 }
 
-int Main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--threads N] "
-                 "[--batch-size N] [--repeats N]\n");
-    return 2;
+struct BaselineSeconds {
+  double load = 0;     // checkpoint read and model on the device
+  double forward = 0;  // forward of every batch, no metrics
+};
+
+// The load, then the forward alone with the extractor's batching; the device is drained
+// before each clock stops.
+BaselineSeconds TimeBaseline(const fs::path& dir, const Probe& probe,
+                             const TorchExtractorOptions& options) {
+  c10::InferenceMode guard;
+  BaselineSeconds seconds;
+  const at::Device target(options.device);
+  at::Tensor drain = at::zeros({1}, at::TensorOptions().device(target));
+  drain.cpu();
+  const auto load_start = std::chrono::steady_clock::now();
+  auto checkpoint = Checkpoint::Load(dir);
+  if (!checkpoint.ok()) Fail(checkpoint.status());
+  auto model = CreateModel(*checkpoint, {options.device, options.dtype});
+  if (!model.ok()) Fail(model.status());
+  const at::Device device = (*model)->device();
+  drain.add_(1).cpu();
+  seconds.load = Seconds(load_start);
+  const auto start = std::chrono::steady_clock::now();
+  NullObserver observer;
+  for (const Batch& batch : PlanBatches(probe, (*model)->shape(), options.batch_size,
+                                        BatchBudgetBytes(device))) {
+    const BatchTensors tensors = MakeBatchTensors(probe, batch, device);
+    (*model)->Forward(tensors.ids, tensors.valid, observer);
   }
-  TorchExtractorOptions options;
-  int repeats = 3;
-  for (int i = 3; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--device")
-      options.device = argv[i + 1];
-    else if (flag == "--threads")
-      options.num_threads = std::atoi(argv[i + 1]);
-    else if (flag == "--batch-size")
-      options.batch_size = std::atoi(argv[i + 1]);
-    else if (flag == "--repeats")
-      repeats = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "extract_bench: unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
-  auto extractor = CreateTorchExtractor(options);
-  if (!extractor.ok()) {
-    std::fprintf(stderr, "extract_bench: %s\n", extractor.status().ToString().c_str());
-    return 1;
-  }
-  ProbeSpec spec;
-  spec.file = argv[2];
-  auto probe = (*extractor)->BuildProbe(argv[1], spec);
-  if (!probe.ok()) {
-    std::fprintf(stderr, "extract_bench: %s\n", probe.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("checkpoint %s, probe %zu x %lld tokens, device %s, %d threads, batch %s\n", argv[1],
-              probe->samples.size(), static_cast<long long>(probe->max_length()),
-              options.device.c_str(), at::get_num_threads(),
-              options.batch_size > 0 ? std::to_string(options.batch_size).c_str() : "auto");
-  double best_extract = 1e30, best_forward = 1e30;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    auto metrics = (*extractor)->Extract(argv[1], *probe, {});
-    if (!metrics.ok()) {
-      std::fprintf(stderr, "extract_bench: %s\n", metrics.status().ToString().c_str());
-      return 1;
-    }
-    best_extract = std::min(best_extract, Seconds(start));
-    best_forward = std::min(best_forward, TimeForwardOnly(argv[1], *probe, options));
-  }
+  drain.add_(1).cpu();
+  seconds.forward = Seconds(start);
+  return seconds;
+}
+
+uint64_t DirectoryBytes(const fs::path& dir) {
   uint64_t bytes = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(argv[1])) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.is_regular_file()) bytes += entry.file_size();
   }
+  return bytes;
+}
+
+// The metrics in tests/reference/metrics_reference.py's layout.
+void WriteMetricsJson(const CheckpointMetrics& metrics, const fs::path& file) {
+  nlohmann::json heads = nlohmann::json::array();
+  for (const HeadMetrics& h : metrics.heads) {
+    nlohmann::json head = {{"layer", h.layer},
+                           {"head", h.head},
+                           {"q_mean_norm", h.q_mean_norm},
+                           {"k_mean_norm", h.k_mean_norm},
+                           {"qk_mean_dot", h.qk_mean_dot},
+                           {"qk_mean_cosine", h.qk_mean_cosine},
+                           {"attn_entropy", h.attn_entropy},
+                           {"q_anisotropy", h.q_anisotropy},
+                           {"k_anisotropy", h.k_anisotropy},
+                           {"q_mean", h.q_mean},
+                           {"k_mean", h.k_mean}};
+    if (!h.q_mean_pre_rotary.empty()) {
+      head["q_mean_pre_rotary"] = h.q_mean_pre_rotary;
+      head["k_mean_pre_rotary"] = h.k_mean_pre_rotary;
+    }
+    heads.push_back(std::move(head));
+  }
+  nlohmann::json hidden = nlohmann::json::array();
+  for (const HiddenStateMetrics& h : metrics.hidden_states) {
+    hidden.push_back({{"index", h.index}, {"anisotropy", h.anisotropy}, {"mean_norm", h.mean_norm}});
+  }
+  std::ofstream(file) << nlohmann::json{{"num_tokens", metrics.num_tokens},
+                                        {"heads", heads},
+                                        {"hidden_states", hidden}}
+                              .dump(1)
+                      << "\n";
+}
+
+CheckpointMetrics ExtractOnce(Extractor& extractor, const fs::path& dir, const Probe& probe) {
+  auto metrics = extractor.Extract(dir, probe, {});
+  if (!metrics.ok()) Fail(metrics.status());
+  return *metrics;
+}
+
+// Each checkpoint of the series once, in order, as a worker would: seconds per checkpoint.
+void RunSeries(Extractor& extractor, const BenchOptions& options, const Probe& probe) {
+  const at::Device device(options.extractor.device);
+  const auto start = std::chrono::steady_clock::now();
+  double slowest = 0;
+  for (const fs::path& dir : options.series) {
+    const auto one = std::chrono::steady_clock::now();
+    ExtractOnce(extractor, dir, probe);
+    slowest = std::max(slowest, Seconds(one));
+  }
+  const double total = Seconds(start);
+  std::printf("series of %zu checkpoints: %.3f s in all, %.3f s per checkpoint (slowest %.3f s)\n",
+              options.series.size(), total, total / options.series.size(), slowest);
+}
+
+int Run(const BenchOptions& options) {
+  auto extractor = CreateTorchExtractor(options.extractor);
+  if (!extractor.ok()) Fail(extractor.status());
+  ProbeSpec spec;
+  spec.file = options.probe;
+  auto probe = (*extractor)->BuildProbe(options.checkpoint, spec);
+  if (!probe.ok()) Fail(probe.status());
+  const at::Device device(options.extractor.device);
+  at::zeros({1}, at::TensorOptions().device(device)).cpu();  // sets up the device's allocator
+  std::printf("checkpoint %s, probe %zu x %lld tokens, device %s, dtype %s%s, %d threads, batch %s\n",
+              options.checkpoint.c_str(), probe->samples.size(),
+              static_cast<long long>(probe->max_length()), options.extractor.device.c_str(),
+              options.extractor.dtype.c_str(), options.extractor.allow_tf32 ? " (TF32)" : "",
+              at::get_num_threads(),
+              options.extractor.batch_size > 0 ? std::to_string(options.extractor.batch_size).c_str()
+                                               : "auto");
+  double best_extract = 1e30, best_forward = 1e30, best_load = 1e30;
+  int64_t device_peak = 0;
+  CheckpointMetrics metrics;
+  for (int r = 0; r < options.repeats; ++r) {
+    ResetPeakMemory(device);
+    const auto start = std::chrono::steady_clock::now();
+    metrics = ExtractOnce(**extractor, options.checkpoint, *probe);
+    best_extract = std::min(best_extract, Seconds(start));
+    device_peak = std::max(device_peak, PeakAllocatedBytes(device));
+    const BaselineSeconds baseline = TimeBaseline(options.checkpoint, *probe, options.extractor);
+    best_forward = std::min(best_forward, baseline.forward);
+    best_load = std::min(best_load, baseline.load);
+  }
   std::printf("extract (load + forward + metrics): %.3f s per checkpoint (best of %d)\n",
-              best_extract, repeats);
+              best_extract, options.repeats);
   std::printf("forward only (load excluded):       %.3f s\n", best_forward);
+  std::printf("load alone (read, onto the device): %.3f s\n", best_load);
   std::printf("ratio extract / forward-only:       %.2f\n", best_extract / best_forward);
-  std::printf("checkpoint size %.1f MiB, peak RSS %.1f MiB\n", bytes / 1048576.0, PeakRssMiB());
+  std::printf("checkpoint size %.1f MiB, peak RSS %.1f MiB", MiB(DirectoryBytes(options.checkpoint)),
+              PeakRssMiB());
+  if (device.is_cuda()) std::printf(", peak GPU memory (extract) %.1f MiB", MiB(device_peak));
+  std::printf("\n");
+  if (!options.metrics_json.empty()) WriteMetricsJson(metrics, options.metrics_json);
+  if (!options.series.empty()) RunSeries(**extractor, options, *probe);
   return 0;
 }
 
 }  // namespace
 }  // namespace anisoscope::analysis
 
-int main(int argc, char** argv) { return anisoscope::analysis::Main(argc, argv); }
+int main(int argc, char** argv) {
+  using anisoscope::analysis::BenchOptions;
+  BenchOptions options;
+  CLI::App app("extract_bench: seconds per checkpoint and peak memory of the engine");
+  app.add_option("checkpoint", options.checkpoint, "checkpoint directory")->required();
+  app.add_option("probe", options.probe, "token-id probe (.jsonl)")->required();
+  app.add_option("--device", options.extractor.device, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--dtype", options.extractor.dtype, "float32, float16 or bfloat16")
+      ->capture_default_str();
+  app.add_option("--threads", options.extractor.num_threads, "intra-op threads; 0: every core")
+      ->capture_default_str();
+  app.add_option("--batch-size", options.extractor.batch_size, "samples per forward; 0: automatic")
+      ->capture_default_str();
+  app.add_option("--repeats", options.repeats, "timed extracts of CHECKPOINT (best is shown)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--allow-tf32", options.extractor.allow_tf32, "TF32 matrix products on CUDA");
+  app.add_option("--series", options.series,
+                 "more checkpoint directories, extracted once each in order after the above")
+      ->take_all();
+  app.add_option("--metrics-json", options.metrics_json,
+                 "write CHECKPOINT's metrics here, in the reference's JSON layout");
+  CLI11_PARSE(app, argc, argv);
+  return anisoscope::analysis::Run(options);
+}

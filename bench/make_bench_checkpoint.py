@@ -6,10 +6,14 @@ and a token probe (16 x 128 by default), for bench/extract_bench:
   --family gpt_neox: Pythia-160m's shape (12 x 12, d=768, vocab 50304, rotary on a quarter
                      of each head, parallel residual), float16 as Pythia ships it;
   --family gpt2:     GPT-2 small's shape (12 x 12, d=768, vocab 50257), float32 with the
-                     CRFM Mistral attention options, no lm_head (tied).
-usage: make_bench_checkpoint.py OUT_DIR [--family bert|gpt_neox|gpt2]
+                     CRFM Mistral attention options, no lm_head (tied);
+  --family pythia_1b: Pythia-1b's shape (16 layers x 8 heads, d=2048, head 256, vocab
+                     50304), float16 (2 GiB), the ~1B model of the GPU benchmark.
+usage: make_bench_checkpoint.py OUT_DIR [--family bert|gpt_neox|gpt2|pythia_1b]
                                 [--format safetensors|bin] [--probe-samples N]
-                                [--probe-length L]"""
+                                [--probe-length L] [--probe-only]
+The probe goes to OUT_DIR/probe.jsonl; --probe-only writes only the probe, as
+OUT_DIR/probe_NxL.jsonl, beside an existing checkpoint."""
 import argparse
 import json
 import os
@@ -31,9 +35,9 @@ def linear(state, name, out_features, in_features, dtype):
     state[name + ".bias"] = (torch.randn(out_features) * 0.02).to(dtype)
 
 
-def norm(state, name, dtype):
-    state[name + ".weight"] = torch.ones(D, dtype=dtype)
-    state[name + ".bias"] = torch.zeros(D, dtype=dtype)
+def norm(state, name, dtype, d=D):
+    state[name + ".weight"] = torch.ones(d, dtype=dtype)
+    state[name + ".bias"] = torch.zeros(d, dtype=dtype)
 
 
 def bert_base():
@@ -58,25 +62,26 @@ def bert_base():
     return cfg, state
 
 
-def pythia_160m():
+def pythia(d=D, layers=LAYERS, heads=HEADS):
+    inner = 4 * d
     cfg = {"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"],
-           "vocab_size": 50304, "hidden_size": D, "num_hidden_layers": LAYERS,
-           "num_attention_heads": HEADS, "intermediate_size": INNER,
+           "vocab_size": 50304, "hidden_size": d, "num_hidden_layers": layers,
+           "num_attention_heads": heads, "intermediate_size": inner,
            "max_position_embeddings": 2048, "rotary_pct": 0.25, "rotary_emb_base": 10000,
            "use_parallel_residual": True, "hidden_act": "gelu", "layer_norm_eps": 1e-5,
            "torch_dtype": "float16"}
     dtype, state = torch.float16, OrderedDict()
-    state["gpt_neox.embed_in.weight"] = (torch.randn(cfg["vocab_size"], D) * 0.02).to(dtype)
-    for layer in range(LAYERS):
+    state["gpt_neox.embed_in.weight"] = (torch.randn(cfg["vocab_size"], d) * 0.02).to(dtype)
+    for layer in range(layers):
         p = f"gpt_neox.layers.{layer}."
-        norm(state, p + "input_layernorm", dtype)
-        norm(state, p + "post_attention_layernorm", dtype)
-        linear(state, p + "attention.query_key_value", 3 * D, D, dtype)
-        linear(state, p + "attention.dense", D, D, dtype)
-        linear(state, p + "mlp.dense_h_to_4h", INNER, D, dtype)
-        linear(state, p + "mlp.dense_4h_to_h", D, INNER, dtype)
-    norm(state, "gpt_neox.final_layer_norm", dtype)
-    state["embed_out.weight"] = (torch.randn(cfg["vocab_size"], D) * 0.02).to(dtype)
+        norm(state, p + "input_layernorm", dtype, d)
+        norm(state, p + "post_attention_layernorm", dtype, d)
+        linear(state, p + "attention.query_key_value", 3 * d, d, dtype)
+        linear(state, p + "attention.dense", d, d, dtype)
+        linear(state, p + "mlp.dense_h_to_4h", inner, d, dtype)
+        linear(state, p + "mlp.dense_4h_to_h", d, inner, dtype)
+    norm(state, "gpt_neox.final_layer_norm", dtype, d)
+    state["embed_out.weight"] = (torch.randn(cfg["vocab_size"], d) * 0.02).to(dtype)
     return cfg, state
 
 
@@ -101,8 +106,9 @@ def gpt2_small():
     return cfg, state
 
 
-FAMILIES = {"bert": (bert_base, "BERT-base"), "gpt_neox": (pythia_160m, "Pythia-160m"),
-            "gpt2": (gpt2_small, "GPT-2 small")}
+FAMILIES = {"bert": (bert_base, "BERT-base"), "gpt_neox": (pythia, "Pythia-160m"),
+            "gpt2": (gpt2_small, "GPT-2 small"),
+            "pythia_1b": (lambda: pythia(d=2048, layers=16, heads=8), "Pythia-1b")}
 
 parser = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,23 +119,30 @@ parser.add_argument("--format", choices=["safetensors", "bin"],
 parser.add_argument("--probe-samples", type=int, default=16)
 parser.add_argument("--probe-length", type=int, default=128,
                     help="tokens per sample, at most the model's maximum (512 for bert)")
+parser.add_argument("--probe-only", action="store_true",
+                    help="write only the probe, as OUT_DIR/probe_NxL.jsonl")
 args = parser.parse_args()
 torch.manual_seed(0)
 make, label = FAMILIES[args.family]
-cfg, state = make()
 os.makedirs(args.out, exist_ok=True)
-with open(os.path.join(args.out, "config.json"), "w") as f:
-    json.dump(cfg, f, indent=2)
-if (args.format or ("safetensors" if args.family == "bert" else "bin")) == "safetensors":
-    hf_io.write_safetensors(os.path.join(args.out, "model.safetensors"), state)
+probe_name = "probe.jsonl"
+if args.probe_only:
+    probe_name = f"probe_{args.probe_samples}x{args.probe_length}.jsonl"
 else:
-    torch.save(state, os.path.join(args.out, "pytorch_model.bin"))
+    cfg, state = make()
+    with open(os.path.join(args.out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    if (args.format or ("safetensors" if args.family == "bert" else "bin")) == "safetensors":
+        hf_io.write_safetensors(os.path.join(args.out, "model.safetensors"), state)
+    else:
+        torch.save(state, os.path.join(args.out, "pytorch_model.bin"))
 rng = random.Random(0)
-with open(os.path.join(args.out, "probe.jsonl"), "w") as f:
+with open(os.path.join(args.out, probe_name), "w") as f:
     for _ in range(args.probe_samples):
         if args.family == "bert":  # [CLS] ... [SEP]
             sample = [101] + [rng.randrange(1000, 30000) for _ in range(args.probe_length - 2)] + [102]
         else:
             sample = [rng.randrange(0, 50000) for _ in range(args.probe_length)]
         f.write(json.dumps(sample) + "\n")
-print(f"{label}-sized {args.family} checkpoint written to {args.out}")
+print(f"{label}-sized {args.family} {'probe' if args.probe_only else 'checkpoint'} written to "
+      f"{args.out}")

@@ -3,10 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "absl/time/clock.h"
+#include "analysis/device_memory.h"
 
 namespace anisoscope::worker {
 
@@ -40,7 +39,8 @@ int WorkerLoop::Run() {
     }
     pb::LeaseWorkRequest request;
     *request.mutable_worker() = options_.info;
-    request.mutable_worker()->set_free_memory_bytes(FreeMemoryBytes(options_.info.device()));
+    request.mutable_worker()->set_free_memory_bytes(
+        analysis::FreeMemoryBytes(c10::Device(options_.info.device())));
     request.set_wait_ms(static_cast<int32_t>(absl::ToInt64Milliseconds(wait)));
     absl::StatusOr<pb::LeaseWorkResponse> response = client_.Lease(request);
     if (!response.ok()) {
@@ -60,19 +60,6 @@ int WorkerLoop::Run() {
   }
   runner_.Flush();
   return units;
-}
-
-int64_t FreeMemoryBytes(const std::string& device) {
-  if (device != "cpu") return 0;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    std::istringstream fields(line);
-    std::string key;
-    int64_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
 }
 
 }  // namespace anisoscope::worker

@@ -47,8 +47,4 @@ class WorkerLoop {
   UnitRunner runner_;
 };
 
-// WorkerInfo.free_memory_bytes for `device`: MemAvailable from /proc/meminfo on CPU; 0
-// (unknown) elsewhere.
-int64_t FreeMemoryBytes(const std::string& device);
-
 }  // namespace anisoscope::worker

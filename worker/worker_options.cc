@@ -54,9 +54,12 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", options.extractor.batch_size,
-                 "probe samples per forward; 0 sizes batches from the sequence length")
+                 "probe samples per forward; 0 sizes batches from the sequence length and the device's free memory")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--allow-tf32", options.extractor.allow_tf32,
+               "on CUDA, let float32 matrix products use TF32 tensor cores (faster; about 1e-3 "
+               "relative deviation, see the README)");
   app.add_option("--name", options.name, "this worker's name in job status (default HOST-PID)");
   app.add_option("--max-units", options.max_units,
                  "exit 0 after this many checkpoints; 0: no limit")

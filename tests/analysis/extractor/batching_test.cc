@@ -1,4 +1,5 @@
 #include "analysis/batching.h"
+#include "analysis/device_memory.h"
 
 #include <set>
 
@@ -22,6 +23,19 @@ TEST(BatchingTest, AutoBatchKeepsTheLargestLayerTensorWithin32MiB) {
   EXPECT_EQ(AutoBatchSize(BertBase(), 512), 2);
   EXPECT_EQ(AutoBatchSize(BertBase(), 4096), 1);
   EXPECT_EQ(AutoBatchSize(BertBase(), 1), 256);
+}
+
+TEST(BatchingTest, CpuBudgetIs32MiBAndAGpuBudgetTakesWholeProbes) {
+  EXPECT_EQ(BatchBudgetBytes(at::Device("cpu")), int64_t{32} << 20);
+  // The CUDA ceiling (2 GiB): 170 samples of 512 tokens, so the paper's 128 in one forward.
+  EXPECT_EQ(AutoBatchSize(BertBase(), 512, int64_t{2} << 30), 170);
+}
+
+TEST(DeviceMemoryTest, TheCpuReportsAvailableMemoryAndNoAllocatorPeak) {
+  EXPECT_GT(FreeMemoryBytes(at::Device("cpu")), 0);
+  EXPECT_EQ(PeakAllocatedBytes(at::Device("cpu")), 0);
+  ResetPeakMemory(at::Device("cpu"));  // a no-op, never a throw
+  if (!BuiltWithCuda()) EXPECT_EQ(FreeMemoryBytes(at::Device("cuda")), 0);
 }
 
 TEST(BatchingTest, PlanCoversEverySampleOnceLongestFirst) {

@@ -1,6 +1,5 @@
 // The engine against the independent float64 reference (tests/reference) on checkpoints of
 // a real (tiny) training run, in both file formats, with padding in the probe.
-#include <ATen/Context.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,7 +20,7 @@ fs::path FixtureDir() { return FixturePath("bert_run"); }
 
 // Extracts `checkpoint` (relative to the fixture) with the fixture probe.
 CheckpointMetrics ExtractFixture(const std::string& checkpoint,
-                                 const TorchExtractorOptions& options = CpuOptions(5)) {
+                                 const TorchExtractorOptions& options = TestOptions(5)) {
   return ExtractCheckpoint(FixtureDir() / checkpoint, FixtureDir() / "probe.jsonl", options);
 }
 
@@ -55,16 +54,6 @@ TEST(ExtractorVariantsTest, Float16WeightsComputedInFloat32MatchTheirReference) 
                          "fp16 step 400", deviations);
 }
 
-TEST(ExtractorCudaTest, CudaMatchesTheReference) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this LibTorch build";
-  TorchExtractorOptions options = CpuOptions(5);
-  options.device = "cuda";
-  Deviations deviations;
-  ExpectMatchesReference(ExtractFixture("safetensors/step_400", options),
-                         ReadJson(FixtureDir() / "reference" / "step_400.json"), "cuda step 400",
-                         deviations);
-}
-
 // The comparison above means something only if training moved attention away from uniform.
 TEST(ExtractorReferenceFixtureTest, FixtureHasRealTrainingDynamics) {
   auto mean_entropy = [](const nlohmann::json& reference) {
@@ -80,9 +69,9 @@ TEST(ExtractorReferenceFixtureTest, FixtureHasRealTrainingDynamics) {
 INSTANTIATE_TEST_SUITE_P(Formats, ExtractorReferenceTest, ::testing::Values("bin", "safetensors"));
 
 TEST(ExtractorBatchingTest, BatchSizeDoesNotChangeResults) {
-  const CheckpointMetrics a = ExtractFixture("bin/step_400", CpuOptions(1));
+  const CheckpointMetrics a = ExtractFixture("bin/step_400", TestOptions(1));
   for (int batch_size : {0, 64}) {  // automatic, and everything in one batch
-    const CheckpointMetrics b = ExtractFixture("bin/step_400", CpuOptions(batch_size));
+    const CheckpointMetrics b = ExtractFixture("bin/step_400", TestOptions(batch_size));
     ASSERT_EQ(a.heads.size(), b.heads.size());
     for (size_t i = 0; i < a.heads.size(); ++i) {
       EXPECT_NEAR(a.heads[i].attn_entropy, b.heads[i].attn_entropy, 1e-6) << batch_size;
@@ -98,7 +87,7 @@ TEST(ExtractorProgressTest, ReportsEveryBatchAndHonoursCancel) {
   const fs::path checkpoint = FixtureDir() / "bin" / "step_0";
   ProbeSpec spec;
   spec.file = FixtureDir() / "probe.jsonl";
-  auto extractor = CreateTorchExtractor(CpuOptions(4));
+  auto extractor = CreateTorchExtractor(TestOptions(4));
   ASSERT_TRUE(extractor.ok());
   auto probe = (*extractor)->BuildProbe(checkpoint, spec);
   ASSERT_TRUE(probe.ok()) << probe.status();

@@ -24,9 +24,11 @@ nlohmann::json ReadJson(const fs::path& path) {
   return in ? nlohmann::json::parse(in) : nlohmann::json::object();
 }
 
-TorchExtractorOptions CpuOptions(int batch_size) {
+TorchExtractorOptions TestOptions(int batch_size) {
   TorchExtractorOptions options;
   options.batch_size = batch_size;
+  const char* device = std::getenv("ANISOSCOPE_TEST_DEVICE");
+  if (device != nullptr && *device != '\0') options.device = device;
   return options;
 }
 

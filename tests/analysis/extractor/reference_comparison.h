@@ -15,12 +15,14 @@ std::filesystem::path FixturePath(const std::string& name);
 
 nlohmann::json ReadJson(const std::filesystem::path& path);
 
-TorchExtractorOptions CpuOptions(int batch_size);
+// `batch_size` samples per forward on $ANISOSCOPE_TEST_DEVICE (default cpu): the reference
+// suites run unchanged on a GPU with ANISOSCOPE_TEST_DEVICE=cuda (bench/gpu/run.sh).
+TorchExtractorOptions TestOptions(int batch_size);
 
 // BuildProbe (token-id probe file) and Extract of one checkpoint; test failures on error.
 CheckpointMetrics ExtractCheckpoint(const std::filesystem::path& checkpoint,
                                     const std::filesystem::path& probe_file,
-                                    const TorchExtractorOptions& options = CpuOptions(5));
+                                    const TorchExtractorOptions& options = TestOptions(5));
 
 // The largest deviations seen, printed for the README's figures.
 struct Deviations {
