@@ -89,13 +89,29 @@ BaselineSeconds TimeBaseline(const fs::path& dir, const Probe& probe,
   seconds.load = Seconds(load_start);
   const auto start = std::chrono::steady_clock::now();
   NullObserver observer;
-  for (const Batch& batch : PlanBatches(probe, (*model)->shape(), options.batch_size,
-                                        BatchBudgetBytes(device))) {
+  for (const Batch& batch :
+       PlanBatches(probe, (*model)->shape(), options.batch_size, BatchBudgetBytes(device))) {
     const BatchTensors tensors = MakeBatchTensors(probe, batch, device);
     (*model)->Forward(tensors.ids, tensors.valid, observer);
   }
   drain.add_(1).cpu();
   seconds.forward = Seconds(start);
+  return seconds;
+}
+
+// The checkpoint's read alone: Checkpoint::Load, then every stored byte touched (a sum per
+// tensor), so that mapped files are faulted in as a forward would; seconds.
+double TimeRead(const fs::path& dir) {
+  c10::InferenceMode guard;
+  const auto start = std::chrono::steady_clock::now();
+  auto checkpoint = Checkpoint::Load(dir);
+  if (!checkpoint.ok()) Fail(checkpoint.status());
+  double checksum = 0;
+  for (const auto& [name, stored] : checkpoint->tensors()) {
+    if (stored.tensor.numel() > 0) checksum += stored.tensor.sum().item<double>();
+  }
+  const double seconds = Seconds(start);
+  if (checksum == 1e300) std::printf(" ");  // keeps the sums from being optimized away
   return seconds;
 }
 
@@ -130,12 +146,13 @@ void WriteMetricsJson(const CheckpointMetrics& metrics, const fs::path& file) {
   }
   nlohmann::json hidden = nlohmann::json::array();
   for (const HiddenStateMetrics& h : metrics.hidden_states) {
-    hidden.push_back({{"index", h.index}, {"anisotropy", h.anisotropy}, {"mean_norm", h.mean_norm}});
+    hidden.push_back(
+        {{"index", h.index}, {"anisotropy", h.anisotropy}, {"mean_norm", h.mean_norm}});
   }
   std::ofstream(file) << nlohmann::json{{"num_tokens", metrics.num_tokens},
                                         {"heads", heads},
                                         {"hidden_states", hidden}}
-                              .dump(1)
+                             .dump(1)
                       << "\n";
 }
 
@@ -169,13 +186,14 @@ int Run(const BenchOptions& options) {
   if (!probe.ok()) Fail(probe.status());
   const at::Device device(options.extractor.device);
   at::zeros({1}, at::TensorOptions().device(device)).cpu();  // sets up the device's allocator
-  std::printf("checkpoint %s, probe %zu x %lld tokens, device %s, dtype %s%s, %d threads, batch %s\n",
-              options.checkpoint.c_str(), probe->samples.size(),
-              static_cast<long long>(probe->max_length()), options.extractor.device.c_str(),
-              options.extractor.dtype.c_str(), options.extractor.allow_tf32 ? " (TF32)" : "",
-              at::get_num_threads(),
-              options.extractor.batch_size > 0 ? std::to_string(options.extractor.batch_size).c_str()
-                                               : "auto");
+  std::printf(
+      "checkpoint %s, probe %zu x %lld tokens, device %s, dtype %s%s, %d threads, batch %s\n",
+      options.checkpoint.c_str(), probe->samples.size(),
+      static_cast<long long>(probe->max_length()), options.extractor.device.c_str(),
+      options.extractor.dtype.c_str(), options.extractor.allow_tf32 ? " (TF32)" : "",
+      at::get_num_threads(),
+      options.extractor.batch_size > 0 ? std::to_string(options.extractor.batch_size).c_str()
+                                       : "auto");
   double best_extract = 1e30, best_forward = 1e30, best_load = 1e30;
   int64_t device_peak = 0;
   CheckpointMetrics metrics;
@@ -193,9 +211,12 @@ int Run(const BenchOptions& options) {
               best_extract, options.repeats);
   std::printf("forward only (load excluded):       %.3f s\n", best_forward);
   std::printf("load alone (read, onto the device): %.3f s\n", best_load);
+  const double read = TimeRead(options.checkpoint);
+  std::printf("read (load, every byte touched):    %.3f s, %.2f GB/s\n", read,
+              DirectoryBytes(options.checkpoint) / read / 1e9);
   std::printf("ratio extract / forward-only:       %.2f\n", best_extract / best_forward);
-  std::printf("checkpoint size %.1f MiB, peak RSS %.1f MiB", MiB(DirectoryBytes(options.checkpoint)),
-              PeakRssMiB());
+  std::printf("checkpoint size %.1f MiB, peak RSS %.1f MiB",
+              MiB(DirectoryBytes(options.checkpoint)), PeakRssMiB());
   if (device.is_cuda()) std::printf(", peak GPU memory (extract) %.1f MiB", MiB(device_peak));
   std::printf("\n");
   if (!options.metrics_json.empty()) WriteMetricsJson(metrics, options.metrics_json);
@@ -212,7 +233,8 @@ int main(int argc, char** argv) {
   CLI::App app("extract_bench: seconds per checkpoint and peak memory of the engine");
   app.add_option("checkpoint", options.checkpoint, "checkpoint directory")->required();
   app.add_option("probe", options.probe, "token-id probe (.jsonl)")->required();
-  app.add_option("--device", options.extractor.device, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--device", options.extractor.device, "cpu, cuda or cuda:N")
+      ->capture_default_str();
   app.add_option("--dtype", options.extractor.dtype, "float32, float16 or bfloat16")
       ->capture_default_str();
   app.add_option("--threads", options.extractor.num_threads, "intra-op threads; 0: every core")

@@ -1,13 +1,6 @@
 #include "analysis/checkpoint/safetensors_reader.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,60 +8,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/checkpoint/mapped_file.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-// A read-only view of a whole file, mapped private copy-on-write; unmapped on destruction.
-class MappedFile {
- public:
-  static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::filesystem::path& file) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      const int err = errno;
-      const std::string message =
-          absl::StrCat(file.string(), ": cannot open: ", std::strerror(err));
-      return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return absl::InvalidArgumentError(absl::StrCat(file.string(), ": not a regular file"));
-    }
-    auto mapped = std::shared_ptr<MappedFile>(new MappedFile());
-    mapped->size_ = static_cast<uint64_t>(st.st_size);
-    if (mapped->size_ > 0) {
-      void* data = ::mmap(nullptr, mapped->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-      if (data == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        return absl::InvalidArgumentError(
-            absl::StrCat(file.string(), ": cannot mmap: ", std::strerror(err)));
-      }
-      mapped->data_ = static_cast<uint8_t*>(data);
-    }
-    ::close(fd);
-    return mapped;
-  }
-
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(data_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  uint8_t* data() const { return data_; }
-  uint64_t size() const { return size_; }
-
- private:
-  MappedFile() = default;
-
-  uint8_t* data_ = nullptr;
-  uint64_t size_ = 0;
-};
 
 // Reads one non-negative integer array field of a header entry.
 absl::Status ReadUintArray(const OrderedJson& entry, const char* field, const std::string& where,

@@ -1,101 +1,101 @@
 #include "analysis/checkpoint/torch_zip_reader.h"
 
 #include <c10/util/Exception.h>
-#include <caffe2/serialize/inline_container.h>
 
+#include <cstring>
 #include <exception>
-#include <fstream>
 #include <memory>
 #include <string>
-#include <tuple>
-#include <vector>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/checkpoint/mapped_file.h"
 #include "analysis/checkpoint/state_dict_unpickler.h"
+#include "analysis/checkpoint/zip_archive.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
 namespace {
 
-using caffe2::serialize::PyTorchStreamReader;
-
-// The first line of a LibTorch message (the rest is a C++ backtrace).
-std::string FirstLine(const char* what) {
-  const std::string text(what);
-  return text.substr(0, text.find('\n'));
-}
-
-// Runs `body`, turning LibTorch and standard exceptions into INVALID_ARGUMENT on `label`.
-template <typename T, typename Body>
-absl::StatusOr<T> Guarded(const std::string& label, Body&& body) {
-  try {
-    return body();
-  } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(label, ": not a readable torch.save archive: ", e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(label, ": not a readable torch.save archive: ", FirstLine(e.what())));
+// torch.save names every record "<archive>/...", the archive folder being the file's stem
+// at save time: the folder of the one data.pkl at depth one.
+absl::StatusOr<std::string> ArchiveFolder(const ZipArchive& archive, const std::string& label) {
+  std::string folder;
+  for (const std::string& name : archive.Names()) {
+    const size_t slash = name.find('/');
+    if (slash == std::string::npos || name.compare(slash, std::string::npos, "/data.pkl") != 0) {
+      continue;
+    }
+    if (!folder.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": archive has more than one data.pkl"));
+    }
+    folder = name.substr(0, slash + 1);
   }
-}
-
-// Checks that `file` exists and starts like a zip archive.
-absl::Status CheckZipMagic(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(file.string(), ": cannot open"));
-  char magic[4] = {};
-  in.read(magic, sizeof(magic));
-  if (in.gcount() != 4 || std::string(magic, 4) != std::string("PK\x03\x04", 4)) {
+  if (folder.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        file.string(), ": not a zip archive (torch.save's legacy non-zip format is unsupported)"));
+        label, ": archive has no data.pkl (records: ", absl::StrJoin(archive.Names(), ", "), ")"));
   }
-  return absl::OkStatus();
+  return folder;
 }
 
-// Reads one record; the tensor's deleter owns the record buffer.
-absl::StatusOr<at::Tensor> ReadStorage(PyTorchStreamReader& reader, const std::string& label,
-                                       const std::string& key, at::ScalarType dtype,
-                                       int64_t numel) {
+// A view of one storage record in the mapping (a copy where it is not aligned for its
+// dtype); the tensor keeps the mapping alive.
+absl::StatusOr<at::Tensor> ViewStorage(const ZipArchive& archive, const std::string& folder,
+                                       const std::string& label, const std::string& key,
+                                       at::ScalarType dtype, int64_t numel) {
   const std::string record = "data/" + key;
-  if (key.empty() || key.find('/') != std::string::npos || !reader.hasRecord(record)) {
+  if (key.empty() || key.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": storage key '", key, "' is malformed"));
+  }
+  absl::StatusOr<ZipEntryView> entry = archive.Entry(folder + record);
+  if (absl::IsNotFound(entry.status())) {
     return absl::InvalidArgumentError(
         absl::StrCat(label, ": storage record '", record, "' is missing"));
   }
-  auto [data, size] = reader.getRecord(record);
+  RETURN_IF_ERROR(entry.status());
   const size_t item_size = at::elementSize(dtype);
-  if (static_cast<uint64_t>(numel) > size / item_size) {
+  if (static_cast<uint64_t>(numel) > entry->size / item_size) {
     return absl::InvalidArgumentError(absl::StrCat(label, ": storage record '", record, "' has ",
-                                                   size, " bytes, too few for ", numel,
+                                                   entry->size, " bytes, too few for ", numel,
                                                    " elements of ", c10::toString(dtype)));
   }
-  if (numel == 0) return at::empty({0}, at::TensorOptions().dtype(dtype));
-  auto owner = std::make_shared<at::DataPtr>(std::move(data));
-  return at::from_blob(
-      owner->get(), {numel}, [owner](void*) {}, at::TensorOptions().dtype(dtype));
+  const auto options = at::TensorOptions().dtype(dtype);
+  if (numel == 0) return at::empty({0}, options);
+  std::shared_ptr<MappedFile> mapped = archive.file();
+  at::Tensor view = at::from_blob(
+      entry->data, {numel}, [mapped](void*) {}, options);
+  return reinterpret_cast<uintptr_t>(entry->data) % item_size == 0 ? view : view.clone();
 }
 
 }  // namespace
 
 absl::StatusOr<NamedTensors> ReadTorchZipStateDict(const std::filesystem::path& file) {
   const std::string label = file.string();
-  RETURN_IF_ERROR(CheckZipMagic(file));
-  return Guarded<NamedTensors>(label, [&]() -> absl::StatusOr<NamedTensors> {
-    PyTorchStreamReader reader(file.string());
-    // Record names come back without the archive's top-level folder (e.g. "archive/").
-    if (!reader.hasRecord("data.pkl")) {
-      return absl::InvalidArgumentError(absl::StrCat(label, ": archive has no data.pkl (records: ",
-                                                     absl::StrJoin(reader.getAllRecords(), ", "),
-                                                     ")"));
-    }
-    auto [pickle_data, pickle_size] = reader.getRecord("data.pkl");
-    const std::string_view pickle(static_cast<const char*>(pickle_data.get()), pickle_size);
-    return UnpickleStateDict(pickle, label,
-                             [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
-                               return ReadStorage(reader, label, key, dtype, numel);
-                             });
-  });
+  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> mapped, MappedFile::Open(file));
+  if (mapped->size() < 4 || std::memcmp(mapped->data(), "PK\x03\x04", 4) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": not a zip archive (torch.save's legacy non-zip format is unsupported)"));
+  }
+  ASSIGN_OR_RETURN(const ZipArchive archive, ZipArchive::Open(mapped, label));
+  ASSIGN_OR_RETURN(const std::string folder, ArchiveFolder(archive, label));
+  ASSIGN_OR_RETURN(const ZipEntryView pickle, archive.Entry(folder + "data.pkl"));
+  try {
+    return UnpickleStateDict(
+        std::string_view(reinterpret_cast<const char*>(pickle.data), pickle.size), label,
+        [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
+          return ViewStorage(archive, folder, label, key, dtype, numel);
+        });
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": not a readable torch.save archive: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": not a readable torch.save archive: ", e.what()));
+  }
 }
 
 }  // namespace anisoscope::analysis

@@ -1,10 +1,11 @@
 // Reads the state dict that torch.save wrote to a file (the zip format of torch >= 1.6).
 //
-// The archive is opened with caffe2::serialize::PyTorchStreamReader; <archive>/data.pkl is
-// interpreted by UnpickleStateDict (never executed) and each storage <archive>/data/<key>
-// is read once into memory that the returned tensors keep alive (tensors sharing a storage
-// share that memory). LibTorch exceptions become statuses naming the file. Blocks on file
-// I/O; thread-safe (no shared state).
+// The file is mapped (MappedFile) and read as a zip of stored records (ZipArchive):
+// <archive>/data.pkl is interpreted by UnpickleStateDict (never executed) and each storage
+// <archive>/data/<key> is viewed in place, as safetensors are: tensors keep the mapping
+// alive and share it where they share a storage; a record not aligned for its dtype is
+// copied. LibTorch exceptions become statuses naming the file. Blocks on file I/O (page
+// faults as tensors are read); thread-safe (no shared state).
 #pragma once
 
 #include <filesystem>

@@ -50,6 +50,11 @@ TEST(CheckpointErrorsTest, SafetensorsTruncatedAnywhereFailsCleanly) {
   ExpectEveryTruncationFailsCleanly("bert_safetensors", "model.safetensors");
 }
 
+TEST(CheckpointErrorsTest, CompressedTorchBinIsRefusedNamingTheRecord) {
+  EXPECT_TRUE(StatusIs(LoadStatus("compressed_bin"), StatusCode::kInvalidArgument,
+                       "compressed_bin/pytorch_model.bin: record '", "is compressed"));
+}
+
 TEST(CheckpointErrorsTest, PickleWithoutZipIsRejectedAsLegacyFormat) {
   EXPECT_TRUE(StatusIs(LoadStatus("not_zip_bin"), StatusCode::kInvalidArgument,
                        "not_zip_bin/pytorch_model.bin: not a zip archive"));

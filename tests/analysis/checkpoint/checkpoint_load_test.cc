@@ -1,6 +1,7 @@
 // Round trips: every supported layout loads the values the fixture script wrote.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -38,6 +39,21 @@ TEST(CheckpointLoadTest, TorchSaveStateDictWithMetadataRoundTrips) {
   EXPECT_EQ(gamma->file.filename(), "pytorch_model.bin");
   EXPECT_EQ(checkpoint.Find("_metadata"), nullptr);
   EXPECT_EQ(checkpoint.Find("no.such.tensor"), nullptr);
+}
+
+TEST(CheckpointLoadTest, TorchBinTensorsViewTheMappedFileWithoutACopy) {
+  const Checkpoint checkpoint = LoadOrDie("bert_bin");
+  const at::Tensor& word = checkpoint.Find("bert.embeddings.word_embeddings.weight")->tensor;
+  const at::Tensor& gamma = checkpoint.Find("bert.embeddings.LayerNorm.gamma")->tensor;
+  // Storages are 64-byte aligned records of one mapping: views, not copies.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(word.data_ptr()) % 64, 0u);
+  const auto distance = std::abs(static_cast<const char*>(word.data_ptr()) -
+                                 static_cast<const char*>(gamma.data_ptr()));
+  EXPECT_LT(static_cast<uint64_t>(distance), SizeOf("bert_bin", "pytorch_model.bin"));
+}
+
+TEST(CheckpointLoadTest, Zip64RecordsNotAlignedForTheirDtypeStillLoad) {
+  ExpectMatchesExpectedJson(LoadOrDie("zip64_bin"));
 }
 
 TEST(CheckpointLoadTest, SafetensorsRoundTripsIncludingExtraIntegerTensors) {

@@ -1,0 +1,36 @@
+// A whole file mapped into memory, shared by the tensors that view it.
+//
+// The mapping is private copy-on-write (writes through a tensor never reach the file) and is
+// unmapped when the last reference goes. Opening blocks on the file system; the object is
+// immutable afterwards, so it may be shared across threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include "absl/status/statusor.h"
+
+namespace anisoscope::analysis {
+
+class MappedFile {
+ public:
+  // NOT_FOUND when `file` does not exist; INVALID_ARGUMENT (naming the file) when it is not
+  // a regular file or cannot be mapped. An empty file maps to data() == nullptr, size() 0.
+  static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::filesystem::path& file);
+
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  MappedFile() = default;
+
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace anisoscope::analysis
