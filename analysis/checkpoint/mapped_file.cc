@@ -15,7 +15,8 @@
 namespace anisoscope::analysis {
 
 absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Open(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in a weights file's place must not block the open (no effect on files).
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     const std::string message = absl::StrCat(file.string(), ": cannot open: ", std::strerror(err));

@@ -2,7 +2,9 @@
 //
 // The mapping is private copy-on-write (writes through a tensor never reach the file) and is
 // unmapped when the last reference goes. Opening blocks on the file system; the object is
-// immutable afterwards, so it may be shared across threads.
+// immutable afterwards, so it may be shared across threads. The file must not shrink while
+// mapped: a page past a truncation raises SIGBUS on access (writers of checkpoints replace
+// files by rename, as torch.save and safetensors do through HF's save_pretrained).
 #pragma once
 
 #include <cstdint>

@@ -82,6 +82,14 @@ absl::StatusOr<NamedTensors> ReadTorchZipStateDict(const std::filesystem::path& 
   }
   ASSIGN_OR_RETURN(const ZipArchive archive, ZipArchive::Open(mapped, label));
   ASSIGN_OR_RETURN(const std::string folder, ArchiveFolder(archive, label));
+  // PyTorch 2.x records the writer's byte order; tensors are read as little-endian.
+  if (absl::StatusOr<ZipEntryView> order = archive.Entry(folder + "byteorder"); order.ok()) {
+    const std::string text(reinterpret_cast<const char*>(order->data), order->size);
+    if (text != "little") {
+      return absl::InvalidArgumentError(absl::StrCat(label, ": record 'byteorder' says '", text,
+                                                     "'; only little-endian archives are read"));
+    }
+  }
   ASSIGN_OR_RETURN(const ZipEntryView pickle, archive.Entry(folder + "data.pkl"));
   try {
     return UnpickleStateDict(

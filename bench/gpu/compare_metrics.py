@@ -18,8 +18,24 @@ RELATIVE = ["q_mean_norm", "k_mean_norm", "qk_mean_dot"]
 VECTORS = ["q_mean", "k_mean", "q_mean_pre_rotary", "k_mean_pre_rotary"]
 
 
+def bad(*values):
+    """A missing (null) or non-finite value: its deviation is infinite, never hidden."""
+    return any(v is None or not math.isfinite(v) for v in values)
+
+
+def absolute(a, b):
+    return math.inf if bad(a, b) else abs(a - b)
+
+
 def relative(a, b):
-    return abs(a - b) / max(abs(b), 1e-3)
+    return math.inf if bad(a, b) else abs(a - b) / max(abs(b), 1e-3)
+
+
+def vector(got, want):
+    if len(got) != len(want) or bad(*got, *want):
+        return math.inf
+    norm = math.sqrt(sum(x * x for x in want)) or 1.0
+    return max((abs(a - b) for a, b in zip(got, want)), default=0.0) / norm
 
 
 def main():
@@ -34,22 +50,25 @@ def main():
     if got["num_tokens"] != want["num_tokens"] or len(got["heads"]) != len(want["heads"]):
         sys.exit(f"{args.label}: different probes or shapes ({got['num_tokens']} vs "
                  f"{want['num_tokens']} tokens, {len(got['heads'])} vs {len(want['heads'])} heads)")
+    if len(got["hidden_states"]) != len(want["hidden_states"]):
+        sys.exit(f"{args.label}: {len(got['hidden_states'])} vs {len(want['hidden_states'])} "
+                 "hidden states")
     worst = {}
+
+    def note(name, value):
+        worst[name] = max(worst.get(name, 0.0), value)
+
     for g, w in zip(got["heads"], want["heads"]):
         for name in ABSOLUTE:
-            worst[name] = max(worst.get(name, 0), abs(g[name] - w[name]))
+            note(name, absolute(g[name], w[name]))
         for name in RELATIVE:
-            worst[name] = max(worst.get(name, 0), relative(g[name], w[name]))
+            note(name, relative(g[name], w[name]))
         for name in VECTORS:
-            if name in g and name in w:
-                norm = math.sqrt(sum(x * x for x in w[name])) or 1.0
-                worst[name] = max(worst.get(name, 0),
-                                  max(abs(a - b) for a, b in zip(g[name], w[name])) / norm)
+            if name in g or name in w:
+                note(name, vector(g.get(name, []), w.get(name, [None])))
     for g, w in zip(got["hidden_states"], want["hidden_states"]):
-        worst["hidden_anisotropy"] = max(worst.get("hidden_anisotropy", 0),
-                                         abs(g["anisotropy"] - w["anisotropy"]))
-        worst["hidden_mean_norm"] = max(worst.get("hidden_mean_norm", 0),
-                                        relative(g["mean_norm"], w["mean_norm"]))
+        note("hidden_anisotropy", absolute(g["anisotropy"], w["anisotropy"]))
+        note("hidden_mean_norm", relative(g["mean_norm"], w["mean_norm"]))
     print(f"{args.label}: largest deviation per metric: " +
           ", ".join(f"{name} {value:.1e}" for name, value in worst.items()))
     limits = {name: 2e-4 for name in ABSOLUTE + ["hidden_anisotropy"]}

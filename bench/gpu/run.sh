@@ -88,22 +88,26 @@ stage_build() {
   log "build: done"
 }
 
-# The fixtures (tests/fixtures) made with this machine's PyTorch: both at once.
+# The fixtures (tests/fixtures) made with this machine's PyTorch, both at once; a marker
+# file says each generator finished (a killed run leaves none, and is redone).
 make_fixtures() {
   mkdir -p "$ANISOSCOPE_FIXTURES"
-  [ -d "$ANISOSCOPE_FIXTURES/bert_run/reference" ] ||
-    $PY "$ROOT/tests/fixtures/make_bert_run.py" "$ANISOSCOPE_FIXTURES/bert_run" \
-      > "$DETAIL/fixtures_bert.log" 2>&1 &
-  [ -d "$ANISOSCOPE_FIXTURES/causal_runs/reference" ] ||
-    $PY "$ROOT/tests/fixtures/make_causal_runs.py" "$ANISOSCOPE_FIXTURES/causal_runs" \
-      --shared-data "$ANISOSCOPE_SHARED_DATA" > "$DETAIL/fixtures_causal.log" 2>&1 &
+  [ -f "$ANISOSCOPE_FIXTURES/bert_run.done" ] ||
+    { rm -rf "$ANISOSCOPE_FIXTURES/bert_run" &&
+      $PY "$ROOT/tests/fixtures/make_bert_run.py" "$ANISOSCOPE_FIXTURES/bert_run" \
+        > "$DETAIL/fixtures_bert.log" 2>&1 && touch "$ANISOSCOPE_FIXTURES/bert_run.done"; } &
+  [ -f "$ANISOSCOPE_FIXTURES/causal_runs.done" ] ||
+    { rm -rf "$ANISOSCOPE_FIXTURES/causal_runs" &&
+      $PY "$ROOT/tests/fixtures/make_causal_runs.py" "$ANISOSCOPE_FIXTURES/causal_runs" \
+        --shared-data "$ANISOSCOPE_SHARED_DATA" > "$DETAIL/fixtures_causal.log" 2>&1 &&
+      touch "$ANISOSCOPE_FIXTURES/causal_runs.done"; } &
   wait
 }
 
 stage_test() {
   wait  # the fixtures and checkpoints the build stage started
-  [ -f "$ANISOSCOPE_FIXTURES/bert_run/reference/step_400.json" ] &&
-    [ -d "$ANISOSCOPE_FIXTURES/causal_runs/reference" ] || make_fixtures
+  [ -f "$ANISOSCOPE_FIXTURES/bert_run.done" ] && [ -f "$ANISOSCOPE_FIXTURES/causal_runs.done" ] ||
+    make_fixtures
   cat "$DETAIL"/fixtures_*.log > "$DETAIL/fixtures.log" 2>/dev/null; keep fixtures.log
   log "test: reference suites on cuda"
   ANISOSCOPE_TEST_DEVICE=cuda "$BIN/extractor_test" \
@@ -123,16 +127,21 @@ stage_test() {
                "pythia:$causal/pythia/step300:$causal/probe.jsonl:$causal/reference/pythia/step300.json" \
                "crfm:$causal/crfm/checkpoint-300:$causal/probe.jsonl:$causal/reference/crfm/checkpoint-300.json"; do
       IFS=: read -r name checkpoint probe reference <<< "$run"
+      rm -f "$WORK/deviation.json"
       "$BIN/extract_bench" "$checkpoint" "$probe" --device cuda --dtype "$dtype" $flag --repeats 1 \
         --metrics-json "$WORK/deviation.json" > /dev/null 2>> "$DETAIL/deviation.log" &&
         $PY "$ROOT/bench/gpu/compare_metrics.py" "$WORK/deviation.json" "$reference" \
-          --label "cuda $dtype ${flag:-exact} $name vs float64 reference" | tee -a "$LOGS/summary.log"
+          --label "cuda $dtype ${flag:-exact} $name vs float64 reference" 2>&1 |
+        tee -a "$LOGS/summary.log" ||
+        log "FAILED: cuda $dtype ${flag:-exact} $name (deviation.log)"
     done
   done
+  keep deviation.log
 }
 
-make_checkpoint() {  # DIR FAMILY: weights and both probes, once
-  [ -f "$1/config.json" ] && return
+make_checkpoint() {  # DIR FAMILY: weights and both probes, once (the 128 x 512 probe is last)
+  [ -f "$1/probe_128x512.jsonl" ] && return
+  rm -rf "$1"
   $PY "$ROOT/bench/make_bench_checkpoint.py" "$1" --family "$2" > /dev/null
   $PY "$ROOT/bench/make_bench_checkpoint.py" "$1" --family "$2" --probe-only --probe-samples 128 \
     --probe-length 512 > /dev/null
@@ -145,14 +154,20 @@ stage_bench() {
     local dir=$WORK/ckpt/$family
     for probe in probe.jsonl probe_128x512.jsonl; do
       log "bench: $family $probe"
+      rm -f "$WORK/ours.json" "$WORK/peer.json"
       "$BIN/extract_bench" "$dir" "$dir/$probe" --device cuda --repeats 2 \
-        --metrics-json "$WORK/ours.json" 2>&1 | tee -a "$DETAIL/bench.log" | grep -E 'extract|forward|load|peak' | tee -a "$LOGS/summary.log"
+        --metrics-json "$WORK/ours.json" 2>&1 | tee -a "$DETAIL/bench.log" |
+        grep -E 'extract|forward|load|read|peak' | tee -a "$LOGS/summary.log"
       [ "$family" = bert ] && "$BIN/extract_bench" "$dir" "$dir/$probe" --device cuda --repeats 2 --allow-tf32 2>&1 |
         tee -a "$DETAIL/bench.log" | grep -E 'extract \(|forward only' | sed 's/^/TF32 /' | tee -a "$LOGS/summary.log"
       $PY "$ROOT/bench/gpu/hf_peer.py" "$dir/$probe" "$dir" "$dir" \
         --metrics-json "$WORK/peer.json" 2>&1 | tee -a "$DETAIL/bench.log" | grep 'hf_peer' | tail -2 | tee -a "$LOGS/summary.log"
-      $PY "$ROOT/bench/gpu/compare_metrics.py" "$WORK/ours.json" "$WORK/peer.json" \
-        --label "ours vs peer, $family $probe" | tee -a "$LOGS/summary.log"
+      if [ -f "$WORK/ours.json" ] && [ -f "$WORK/peer.json" ]; then
+        $PY "$ROOT/bench/gpu/compare_metrics.py" "$WORK/ours.json" "$WORK/peer.json" \
+          --label "ours vs peer, $family $probe" 2>&1 | tee -a "$LOGS/summary.log"
+      else
+        log "FAILED: $family $probe: ours or the peer wrote no metrics (bench.log)"
+      fi
       keep bench.log
     done
   done

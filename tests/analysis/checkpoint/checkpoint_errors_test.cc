@@ -55,6 +55,11 @@ TEST(CheckpointErrorsTest, CompressedTorchBinIsRefusedNamingTheRecord) {
                        "compressed_bin/pytorch_model.bin: record '", "is compressed"));
 }
 
+TEST(CheckpointErrorsTest, BigEndianTorchBinIsRefused) {
+  EXPECT_TRUE(StatusIs(LoadStatus("big_endian_bin"), StatusCode::kInvalidArgument,
+                       "big_endian_bin/pytorch_model.bin: record 'byteorder' says 'big'"));
+}
+
 TEST(CheckpointErrorsTest, PickleWithoutZipIsRejectedAsLegacyFormat) {
   EXPECT_TRUE(StatusIs(LoadStatus("not_zip_bin"), StatusCode::kInvalidArgument,
                        "not_zip_bin/pytorch_model.bin: not a zip archive"));
