@@ -56,6 +56,22 @@ int64_t MaxPositionsOf(const nlohmann::json& config) {
   return 0;
 }
 
+// Refuses a dtype this LibTorch cannot run on the device before any checkpoint is read:
+// Debian's 1.13 has no float16 LayerNorm on the CPU (every step would fail).
+absl::Status CheckDtypeRunsOn(at::ScalarType dtype, const TorchExtractorOptions& options) {
+  if (dtype != at::kHalf || options.device != "cpu") return absl::OkStatus();
+  try {
+    const at::Tensor x = at::ones({1, 2}, at::TensorOptions().dtype(dtype));
+    at::layer_norm(x, {2});
+    at::gelu(x);
+  } catch (const c10::Error&) {
+    return absl::InvalidArgumentError(
+        "dtype 'float16' is not supported on the CPU by this LibTorch (no half-precision "
+        "LayerNorm kernel); use bfloat16 or float32 there, float16 on CUDA");
+  }
+  return absl::OkStatus();
+}
+
 class TorchExtractor : public Extractor {
  public:
   explicit TorchExtractor(const TorchExtractorOptions& options) : options_(options) {}
@@ -174,7 +190,8 @@ absl::StatusOr<std::unique_ptr<Extractor>> CreateTorchExtractor(
     return absl::InvalidArgumentError(
         absl::StrCat("device '", options.device, "' is not cpu, cuda or cuda:N"));
   }
-  RETURN_IF_ERROR(ParseDtype(options.dtype).status());
+  ASSIGN_OR_RETURN(const at::ScalarType dtype, ParseDtype(options.dtype));
+  RETURN_IF_ERROR(CheckDtypeRunsOn(dtype, options));
   if (options.batch_size < 0) {
     return absl::InvalidArgumentError("batch size must be 0 (automatic) or positive");
   }

@@ -107,6 +107,16 @@ TEST_F(ExtractorErrorsTest, MissingConfigFieldIsNamed) {
   EXPECT_NE(status.message().find("field 'hidden_size' is missing"), std::string::npos) << status;
 }
 
+TEST(ExtractorOptionsTest, Float16OnTheCpuIsRefusedUpFrontWhereLibTorchCannotRunIt) {
+  TorchExtractorOptions options;
+  options.dtype = "float16";
+  const auto extractor = CreateTorchExtractor(options);
+  if (extractor.ok()) GTEST_SKIP() << "this LibTorch runs float16 LayerNorm on the CPU";
+  EXPECT_EQ(extractor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(extractor.status().message().find("use bfloat16 or float32"), std::string::npos)
+      << extractor.status();
+}
+
 TEST(ExtractorOptionsTest, BadDeviceAndDtypeAreRefused) {
   TorchExtractorOptions options;
   options.device = "tpu:3";
