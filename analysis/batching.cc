@@ -8,10 +8,9 @@
 namespace anisoscope::analysis {
 
 int64_t BatchBudgetBytes(const at::Device& device) {
-  constexpr int64_t kCpuBudget = int64_t{32} << 20;
   constexpr int64_t kCudaCeiling = int64_t{2} << 30;
-  if (!device.is_cuda()) return kCpuBudget;
-  return std::clamp<int64_t>(FreeMemoryBytes(device) / 8, kCpuBudget, kCudaCeiling);
+  if (!device.is_cuda()) return kCpuBatchBudgetBytes;
+  return std::clamp<int64_t>(FreeMemoryBytes(device) / 8, kCpuBatchBudgetBytes, kCudaCeiling);
 }
 
 int AutoBatchSize(const ModelShape& shape, int64_t length, int64_t budget_bytes) {
@@ -34,7 +33,8 @@ std::vector<Batch> PlanBatches(const Probe& probe, const ModelShape& shape, int 
   for (size_t first = 0; first < order.size();) {
     Batch batch;
     batch.length = static_cast<int64_t>(probe.samples[order[first]].size());
-    const size_t size = batch_size > 0 ? batch_size : AutoBatchSize(shape, batch.length, budget_bytes);
+    const size_t size =
+        batch_size > 0 ? batch_size : AutoBatchSize(shape, batch.length, budget_bytes);
     const size_t last = std::min(order.size(), first + size);
     batch.samples.assign(order.begin() + first, order.begin() + last);
     batches.push_back(std::move(batch));

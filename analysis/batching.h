@@ -1,11 +1,11 @@
 // Batching: how a probe is cut into forward passes, and the tensors of one batch.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "analysis/models/model_shape.h"
 #include "analysis/probe/probe.h"
@@ -18,6 +18,9 @@ struct Batch {
   int64_t length = 0;
 };
 
+// The CPU's batch budget (below).
+inline constexpr int64_t kCpuBatchBudgetBytes = int64_t{32} << 20;
+
 // The bytes one batch's largest per-layer tensor may take on `device`. CPU: 32 MiB, the
 // ceiling under which glibc reuses freed blocks (larger ones fault in fresh pages on every
 // layer). CUDA: an eighth of the free memory (the layer holds about four such tensors at
@@ -26,12 +29,13 @@ int64_t BatchBudgetBytes(const at::Device& device);
 
 // Samples per batch when none is given: the most that keep the largest per-layer tensor
 // (attention [B, H, T, T] or feed-forward [B, T, 4D], float32) within `budget_bytes`.
-int AutoBatchSize(const ModelShape& shape, int64_t length, int64_t budget_bytes = 32 << 20);
+int AutoBatchSize(const ModelShape& shape, int64_t length,
+                  int64_t budget_bytes = kCpuBatchBudgetBytes);
 
 // Cuts the probe into batches of length-sorted samples (so each pads as little as
 // possible), `batch_size` samples each, or AutoBatchSize per batch when it is 0.
 std::vector<Batch> PlanBatches(const Probe& probe, const ModelShape& shape, int batch_size,
-                               int64_t budget_bytes = 32 << 20);
+                               int64_t budget_bytes = kCpuBatchBudgetBytes);
 
 // The tensors of one batch on `device`: token ids and validity [B, T] (right padding).
 struct BatchTensors {

@@ -99,9 +99,14 @@ BaselineSeconds TimeBaseline(const fs::path& dir, const Probe& probe,
   return seconds;
 }
 
+struct ReadFigures {
+  double seconds = 0;
+  uint64_t bytes = 0;  // of the weight files (Checkpoint::size_bytes)
+};
+
 // The checkpoint's read alone: Checkpoint::Load, then every stored byte touched (a sum per
-// tensor), so that mapped files are faulted in as a forward would; seconds.
-double TimeRead(const fs::path& dir) {
+// tensor), so that mapped files are faulted in as a forward would.
+ReadFigures TimeRead(const fs::path& dir) {
   c10::InferenceMode guard;
   const auto start = std::chrono::steady_clock::now();
   auto checkpoint = Checkpoint::Load(dir);
@@ -112,7 +117,7 @@ double TimeRead(const fs::path& dir) {
   }
   const double seconds = Seconds(start);
   if (checksum == 1e300) std::printf(" ");  // keeps the sums from being optimized away
-  return seconds;
+  return {seconds, checkpoint->size_bytes()};
 }
 
 uint64_t DirectoryBytes(const fs::path& dir) {
@@ -123,32 +128,26 @@ uint64_t DirectoryBytes(const fs::path& dir) {
   return bytes;
 }
 
-// The metrics in tests/reference/metrics_reference.py's layout.
+// The metrics in tests/reference/metrics_reference.py's layout, named by the metric lists
+// of checkpoint_metrics.h (hidden-state names without their "hidden_" prefix).
 void WriteMetricsJson(const CheckpointMetrics& metrics, const fs::path& file) {
+  const int heads_per_layer = metrics.shape.num_heads;
   nlohmann::json heads = nlohmann::json::array();
-  for (const HeadMetrics& h : metrics.heads) {
-    nlohmann::json head = {{"layer", h.layer},
-                           {"head", h.head},
-                           {"q_mean_norm", h.q_mean_norm},
-                           {"k_mean_norm", h.k_mean_norm},
-                           {"qk_mean_dot", h.qk_mean_dot},
-                           {"qk_mean_cosine", h.qk_mean_cosine},
-                           {"attn_entropy", h.attn_entropy},
-                           {"q_anisotropy", h.q_anisotropy},
-                           {"k_anisotropy", h.k_anisotropy},
-                           {"q_mean", h.q_mean},
-                           {"k_mean", h.k_mean}};
-    if (!h.q_mean_pre_rotary.empty()) {
-      head["q_mean_pre_rotary"] = h.q_mean_pre_rotary;
-      head["k_mean_pre_rotary"] = h.k_mean_pre_rotary;
-    }
-    heads.push_back(std::move(head));
-  }
+  for (const HeadMetrics& h : metrics.heads)
+    heads.push_back({{"layer", h.layer}, {"head", h.head}});
   nlohmann::json hidden = nlohmann::json::array();
-  for (const HiddenStateMetrics& h : metrics.hidden_states) {
-    hidden.push_back(
-        {{"index", h.index}, {"anisotropy", h.anisotropy}, {"mean_norm", h.mean_norm}});
-  }
+  for (const HiddenStateMetrics& h : metrics.hidden_states) hidden.push_back({{"index", h.index}});
+  ForEachScalar(metrics, [&](std::string_view name, int layer, int head, double value) {
+    if (head < 0) {
+      hidden[layer][std::string(name.substr(std::string_view("hidden_").size()))] = value;
+    } else {
+      heads[layer * heads_per_layer + head][std::string(name)] = value;
+    }
+  });
+  ForEachVector(metrics,
+                [&](std::string_view kind, int layer, int head, const std::vector<double>& values) {
+                  heads[layer * heads_per_layer + head][std::string(kind)] = values;
+                });
   std::ofstream(file) << nlohmann::json{{"num_tokens", metrics.num_tokens},
                                         {"heads", heads},
                                         {"hidden_states", hidden}}
@@ -164,7 +163,6 @@ CheckpointMetrics ExtractOnce(Extractor& extractor, const fs::path& dir, const P
 
 // Each checkpoint of the series once, in order, as a worker would: seconds per checkpoint.
 void RunSeries(Extractor& extractor, const BenchOptions& options, const Probe& probe) {
-  const at::Device device(options.extractor.device);
   const auto start = std::chrono::steady_clock::now();
   double slowest = 0;
   for (const fs::path& dir : options.series) {
@@ -211,9 +209,9 @@ int Run(const BenchOptions& options) {
               best_extract, options.repeats);
   std::printf("forward only (load excluded):       %.3f s\n", best_forward);
   std::printf("load alone (read, onto the device): %.3f s\n", best_load);
-  const double read = TimeRead(options.checkpoint);
-  std::printf("read (load, every byte touched):    %.3f s, %.2f GB/s\n", read,
-              DirectoryBytes(options.checkpoint) / read / 1e9);
+  const ReadFigures read = TimeRead(options.checkpoint);
+  std::printf("read (load, every byte touched):    %.3f s, %.2f GB/s\n", read.seconds,
+              read.bytes / read.seconds / 1e9);
   std::printf("ratio extract / forward-only:       %.2f\n", best_extract / best_forward);
   std::printf("checkpoint size %.1f MiB, peak RSS %.1f MiB",
               MiB(DirectoryBytes(options.checkpoint)), PeakRssMiB());

@@ -49,12 +49,12 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
   app.add_option("--device", options.extractor.device, "cpu, cuda or cuda:N")
       ->capture_default_str()
       ->check(CLI::Validator(CheckDevice, "DEVICE"));
-  app.add_option("--threads", options.extractor.num_threads,
-                 "intra-op threads; 0 uses every core")
+  app.add_option("--threads", options.extractor.num_threads, "intra-op threads; 0 uses every core")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", options.extractor.batch_size,
-                 "probe samples per forward; 0 sizes batches from the sequence length and the device's free memory")
+                 "probe samples per forward; 0 sizes batches from the sequence length and the "
+                 "device's free memory")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--allow-tf32", options.extractor.allow_tf32,

@@ -1,6 +1,5 @@
 #include "analysis/checkpoint/zip_archive.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -91,13 +90,15 @@ absl::Status ZipArchive::ReadCentralDirectory() {
     const uint64_t comment_size = bytes.Uint(at + 32, 2);
     record.local_header = bytes.Uint(at + 42, 4);
     if (at + 46 + name_size + extra_size + comment_size > directory_end) {
-      return corrupt(absl::StrCat("central directory entry ", index, " runs past the file"));
+      return corrupt(
+          absl::StrCat("central directory entry ", index, " runs past the central directory"));
     }
     std::string name(reinterpret_cast<const char*>(bytes.data() + at + 46), name_size);
     // Zip64: the 32-bit fields that overflowed are 0xffffffff and follow in the extra field.
-    for (uint64_t extra = at + 46 + name_size; extra + 4 <= at + 46 + name_size + extra_size;) {
+    const uint64_t extra_end = at + 46 + name_size + extra_size;
+    for (uint64_t extra = at + 46 + name_size; extra + 4 <= extra_end;) {
       const uint64_t id = bytes.Uint(extra, 2), size = bytes.Uint(extra + 2, 2);
-      if (extra + 4 + size > at + 46 + name_size + extra_size) break;
+      if (extra + 4 + size > extra_end) break;
       if (id == kZip64ExtraId) {
         uint64_t field = extra + 4;
         for (uint64_t* value : {&record.size, &record.compressed_size, &record.local_header}) {

@@ -13,8 +13,6 @@ reference's JSON layout, for compare_metrics.py.
 """
 import argparse
 import json
-import math
-import os
 import time
 
 import torch
