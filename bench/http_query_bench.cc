@@ -118,8 +118,9 @@ int Main(int argc, char** argv) {
     server::HttpServer::Options options;
     options.listen = "127.0.0.1:0";
     options.web_dir = (dir / "web").string();
-    // The job routes are not called here, so no JobRunner is needed.
-    auto http = server::HttpServer::Create(options, store->get(), /*runner=*/nullptr);
+    // The job routes are not called here, so no JobRunner is needed; no tokens (loopback).
+    server::AccessControl access(server::AuthMode::kNone, store->get());
+    auto http = server::HttpServer::Create(options, store->get(), /*runner=*/nullptr, &access);
     if (!http.ok()) Die(http.status().ToString());
     httplib::Client client((*http)->address());
     client.set_keep_alive(true);

@@ -2,22 +2,73 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/admin_commands.h"
 #include "client/job_commands.h"
 #include "client/query_commands.h"
 
 namespace anisoscope::client {
 namespace {
 
+// The flags that say how to connect: accepted before the command name and after it.
+struct GlobalFlag {
+  const char* name;
+  const char* value_name;
+  const char* help;
+  std::string Connection::*field;
+};
+
+const std::vector<GlobalFlag>& GlobalFlags() {
+  static const auto* flags = new std::vector<GlobalFlag>{
+      {"server", "HOST:PORT", "the server (default: $ANISOSCOPE_SERVER, else 127.0.0.1:50051)",
+       &Connection::server},
+      {"token", "TOKEN", "bearer token (default: $ANISOSCOPE_TOKEN, which keeps it out of ps)",
+       &Connection::token},
+      {"tls-ca", "FILE",
+       "PEM CA of the server's certificate: connect over TLS (default: $ANISOSCOPE_TLS_CA)",
+       &Connection::tls_ca},
+      {"namespace", "NAME",
+       "act in this namespace; admins only (default: $ANISOSCOPE_NAMESPACE, else the token's)",
+       &Connection::ns},
+  };
+  return *flags;
+}
+
 std::vector<Command> AllCommands() {
   std::vector<Command> commands = JobCommands();
   for (Command& command : QueryCommands()) commands.push_back(std::move(command));
-  // --server is also accepted after the command name.
+  for (Command& command : AdminCommands()) commands.push_back(std::move(command));
   for (Command& command : commands) {
-    command.spec.flags.push_back(StringFlag(
-        "server", "HOST:PORT", "the server (default: $ANISOSCOPE_SERVER, else 127.0.0.1:50051)"));
+    for (const GlobalFlag& flag : GlobalFlags()) {
+      command.spec.flags.push_back(StringFlag(flag.name, flag.value_name, flag.help));
+    }
   }
   return commands;
+}
+
+// Sets `connection`'s field for global flag `word` (and its value at args[*i + 1]);
+// false when `word` is not a global flag; a usage error message in `*error`.
+bool TakeGlobalFlag(const std::vector<std::string>& args, size_t* i, Connection* connection,
+                    std::string* error) {
+  const std::string& word = args[*i];
+  for (const GlobalFlag& flag : GlobalFlags()) {
+    const std::string name = absl::StrCat("--", flag.name);
+    if (word == name) {
+      if (*i + 1 == args.size() || args[*i + 1].empty() || args[*i + 1][0] == '-') {
+        *error = absl::StrCat(name, " requires a value (", flag.value_name, ")");
+      } else {
+        connection->*flag.field = args[++*i];
+      }
+      return true;
+    }
+    if (absl::StartsWith(word, name + "=")) {
+      connection->*flag.field = word.substr(name.size() + 1);
+      if ((connection->*flag.field).empty()) *error = absl::StrCat(name, ": value is empty");
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -38,22 +89,21 @@ std::string TopLevelUsage() {
                     std::string(width - command.spec.name.size() + 2, ' '), command.spec.summary,
                     "\n");
   }
+  absl::StrAppend(&text, "\nglobal flags (also accepted after COMMAND):\n");
+  for (const GlobalFlag& flag : GlobalFlags()) {
+    absl::StrAppend(&text, "  --", flag.name, " ", flag.value_name, "\n      ", flag.help, "\n");
+  }
   absl::StrAppend(
       &text,
-      "\n"
-      "global flags:\n"
-      "  --server HOST:PORT  the server (default: $ANISOSCOPE_SERVER, else ",
-      kDefaultServer,
-      ")\n"
-      "  -h, --help          show this help ('anisoscope COMMAND --help': a command's flags)\n"
+      "  -h, --help\n      show this help ('anisoscope COMMAND --help': a command's flags)\n"
       "\n"
       "exit status: 0 success, 1 server error or failed job, 2 usage error\n");
   return text;
 }
 
 int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
-  std::string server = env.env_server.empty() ? kDefaultServer : env.env_server;
-  CommandContext top(env, server);
+  Connection connection = env.from_env;
+  CommandContext top(env, connection);
   size_t i = 0;
   // Global flags, up to the command name.
   for (; i < args.size(); ++i) {
@@ -62,14 +112,9 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
       env.out->write(TopLevelUsage().data(), TopLevelUsage().size());
       return kExitOk;
     }
-    if (word == "--server") {
-      if (i + 1 == args.size() || args[i + 1].empty() || args[i + 1][0] == '-') {
-        return top.UsageError("--server requires a value (HOST:PORT)");
-      }
-      server = args[++i];
-    } else if (word.rfind("--server=", 0) == 0) {
-      server = word.substr(9);
-      if (server.empty()) return top.UsageError("--server: value is empty");
+    std::string error;
+    if (TakeGlobalFlag(args, &i, &connection, &error)) {
+      if (!error.empty()) return top.UsageError(error);
     } else if (!word.empty() && word[0] == '-') {
       return top.UsageError(absl::StrCat("unknown flag ", word, " (see 'anisoscope --help')"));
     } else {
@@ -97,8 +142,10 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
       *env.out << CommandUsage(command.spec);
       return kExitOk;
     }
-    if (parsed->Has("server")) server = parsed->GetString("server");
-    return command.run(*parsed, CommandContext(env, server));
+    for (const GlobalFlag& flag : GlobalFlags()) {
+      if (parsed->Has(flag.name)) connection.*flag.field = parsed->GetString(flag.name);
+    }
+    return command.run(*parsed, CommandContext(env, connection));
   }
   return top.UsageError(absl::StrCat("unknown command '", name, "' (see 'anisoscope --help')"));
 }

@@ -7,17 +7,23 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/tls_files.h"
 
 namespace anisoscope::client {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CommandContext::Connect() const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // long series and vectors are legitimate
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFromFiles(connection_.tls_ca);
+  if (!credentials.ok()) return credentials.status();
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(server(), *credentials, args);
   const auto deadline = std::chrono::system_clock::now() + env_.connect_timeout;
-  const std::string unreachable = absl::StrCat("cannot reach anisoscope server at ", server_,
-                                               " (set --server or ANISOSCOPE_SERVER)");
+  const std::string unreachable = absl::StrCat(
+      "cannot reach anisoscope server at ", server(),
+      connection_.tls_ca.empty() ? " (set --server or ANISOSCOPE_SERVER)"
+                                 : " over TLS (set --server; check that --tls-ca is the CA of "
+                                   "the server's certificate)");
   grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
@@ -33,8 +39,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CommandContext::Connect() const {
   return channel;
 }
 
-void CommandContext::SetDeadline(grpc::ClientContext* context) const {
-  context->set_deadline(std::chrono::system_clock::now() + env_.rpc_timeout);
+void CommandContext::Prepare(grpc::ClientContext* context, bool deadline) const {
+  if (deadline) context->set_deadline(std::chrono::system_clock::now() + env_.rpc_timeout);
+  if (!connection_.token.empty()) {
+    context->AddMetadata("authorization", absl::StrCat("Bearer ", connection_.token));
+  }
+  if (!connection_.ns.empty()) context->AddMetadata("anisoscope-namespace", connection_.ns);
 }
 
 int CommandContext::UsageError(absl::string_view message) const {
@@ -50,7 +60,7 @@ int CommandContext::Error(absl::string_view message) const {
 int CommandContext::RpcError(const grpc::Status& status) const {
   const absl::Status mapped = FromGrpcStatus(status);
   if (mapped.code() == absl::StatusCode::kUnavailable && mapped.message().empty()) {
-    return Error(absl::StrCat("lost the connection to anisoscope server at ", server_));
+    return Error(absl::StrCat("lost the connection to anisoscope server at ", server()));
   }
   return Error(absl::StrCat(absl::StatusCodeToString(mapped.code()), ": ", mapped.message()));
 }

@@ -26,12 +26,22 @@ inline constexpr int kExitUsage = 2;    // bad command line
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:50051";
 
+// How to reach the server and what to present to it: the global flags, else the
+// environment ($ANISOSCOPE_SERVER, $ANISOSCOPE_TOKEN, $ANISOSCOPE_TLS_CA,
+// $ANISOSCOPE_NAMESPACE).
+struct Connection {
+  std::string server;  // HOST:PORT; empty: kDefaultServer
+  std::string token;   // bearer token; empty: none (a server with --auth none)
+  std::string tls_ca;  // PEM file of the CA of the server's certificate; empty: plain text
+  std::string ns;      // the namespace to act in (admins); empty: the token's
+};
+
 // The process around the CLI, injected so that tests can run it in-process.
 struct CliEnvironment {
   std::ostream* out = nullptr;  // results
   std::ostream* err = nullptr;  // errors and progress
   bool err_is_tty = false;      // progress uses '\r' only on a TTY
-  std::string env_server;       // $ANISOSCOPE_SERVER, empty when unset
+  Connection from_env;          // the ANISOSCOPE_* variables; fields empty when unset
   std::string cwd;              // relative paths are made absolute against this
   // How long to wait for the server to accept a connection.
   std::chrono::milliseconds connect_timeout{5000};
@@ -41,20 +51,24 @@ struct CliEnvironment {
 
 class CommandContext {
  public:
-  CommandContext(const CliEnvironment& env, std::string server)
-      : env_(env), server_(std::move(server)) {}
+  CommandContext(const CliEnvironment& env, Connection connection)
+      : env_(env), connection_(std::move(connection)) {
+    if (connection_.server.empty()) connection_.server = kDefaultServer;
+  }
 
   std::ostream& out() const { return *env_.out; }
   std::ostream& err() const { return *env_.err; }
   bool err_is_tty() const { return env_.err_is_tty; }
-  const std::string& server() const { return server_; }
+  const std::string& server() const { return connection_.server; }
   const std::string& cwd() const { return env_.cwd; }
 
-  // A channel that is connected, or Unavailable("cannot reach anisoscope server at ...")
-  // after connect_timeout at most (sooner when the connection is refused). Blocks.
+  // A channel that is connected (over TLS with a CA file), or
+  // Unavailable("cannot reach anisoscope server at ...") after connect_timeout at most
+  // (sooner when the connection is refused or the TLS handshake fails). Blocks.
   absl::StatusOr<std::shared_ptr<grpc::Channel>> Connect() const;
-  // Sets the unary-call deadline on `context`.
-  void SetDeadline(grpc::ClientContext* context) const;
+  // Sets the token and namespace metadata on `context`, and the unary-call deadline
+  // unless `deadline` is false (streams).
+  void Prepare(grpc::ClientContext* context, bool deadline = true) const;
 
   // Each writes one line `anisoscope: ...` to err() and returns the exit code.
   int UsageError(absl::string_view message) const;  // kExitUsage
@@ -64,7 +78,7 @@ class CommandContext {
 
  private:
   const CliEnvironment& env_;
-  std::string server_;
+  Connection connection_;
 };
 
 struct Command {

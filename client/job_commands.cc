@@ -38,7 +38,7 @@ int RunSubmit(const ParsedArgs& args, const CommandContext& context) {
   if (!channel.ok()) return context.Error(channel.status().message());
   auto stub = v1::JobService::NewStub(*channel);
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::Job job;
   if (grpc::Status status = stub->SubmitJob(&rpc, *request, &job); !status.ok()) {
     return context.RpcError(status);
@@ -59,7 +59,7 @@ int RunStatus(const ParsedArgs& args, const CommandContext& context) {
   v1::GetJobRequest request;
   request.set_id(id);
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::Job job;
   grpc::Status status = v1::JobService::NewStub(*channel)->GetJob(&rpc, request, &job);
   if (!status.ok()) return context.RpcError(status);
@@ -73,7 +73,7 @@ int RunJobs(const ParsedArgs& args, const CommandContext& context) {
   v1::ListJobsRequest request;
   request.set_limit(static_cast<int32_t>(args.GetInt("limit", 20)));
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::ListJobsResponse response;
   grpc::Status status = v1::JobService::NewStub(*channel)->ListJobs(&rpc, request, &response);
   if (!status.ok()) return context.RpcError(status);
@@ -89,7 +89,7 @@ int RunCancel(const ParsedArgs& args, const CommandContext& context) {
   v1::CancelJobRequest request;
   request.set_id(id);
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::Job job;
   grpc::Status status = v1::JobService::NewStub(*channel)->CancelJob(&rpc, request, &job);
   if (!status.ok()) return context.RpcError(status);
@@ -179,7 +179,8 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
 int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc::Channel>& channel,
                        int64_t id) {
   auto stub = v1::JobService::NewStub(channel);
-  grpc::ClientContext rpc;  // no deadline: jobs take as long as they take
+  grpc::ClientContext rpc;
+  context.Prepare(&rpc, /*deadline=*/false);  // jobs take as long as they take
   v1::WatchJobRequest request;
   request.set_id(id);
   std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = stub->WatchJob(&rpc, request);

@@ -17,7 +17,12 @@ int main(int argc, char** argv) {
   env.out = &std::cout;
   env.err = &std::cerr;
   env.err_is_tty = isatty(STDERR_FILENO) == 1;
-  if (const char* server = std::getenv("ANISOSCOPE_SERVER")) env.env_server = server;
+  const auto from_env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value == nullptr ? "" : value);
+  };
+  env.from_env = {from_env("ANISOSCOPE_SERVER"), from_env("ANISOSCOPE_TOKEN"),
+                  from_env("ANISOSCOPE_TLS_CA"), from_env("ANISOSCOPE_NAMESPACE")};
   std::error_code error;
   env.cwd = std::filesystem::current_path(error).string();
   if (error) {

@@ -27,7 +27,7 @@ int RunRuns(const ParsedArgs&, const CommandContext& context) {
   auto channel = context.Connect();
   if (!channel.ok()) return context.Error(channel.status().message());
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::ListRunsResponse response;
   grpc::Status status =
       v1::QueryService::NewStub(*channel)->ListRuns(&rpc, v1::ListRunsRequest(), &response);
@@ -51,7 +51,7 @@ int RunQuery(const ParsedArgs& args, const CommandContext& context) {
   auto channel = context.Connect();
   if (!channel.ok()) return context.Error(channel.status().message());
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::QuerySeriesResponse response;
   grpc::Status status = v1::QueryService::NewStub(*channel)->QuerySeries(&rpc, request, &response);
   if (!status.ok()) return context.RpcError(status);
@@ -83,7 +83,7 @@ int RunVectors(const ParsedArgs& args, const CommandContext& context) {
   auto channel = context.Connect();
   if (!channel.ok()) return context.Error(channel.status().message());
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::QueryVectorsResponse response;
   grpc::Status status = v1::QueryService::NewStub(*channel)->QueryVectors(&rpc, request, &response);
   if (!status.ok()) return context.RpcError(status);
@@ -106,7 +106,7 @@ int RunTrajectory(const ParsedArgs& args, const CommandContext& context) {
   auto channel = context.Connect();
   if (!channel.ok()) return context.Error(channel.status().message());
   grpc::ClientContext rpc;
-  context.SetDeadline(&rpc);
+  context.Prepare(&rpc);
   v1::QueryTrajectoryResponse response;
   grpc::Status status =
       v1::QueryService::NewStub(*channel)->QueryTrajectory(&rpc, request, &response);

@@ -14,7 +14,8 @@ PACKAGES=(
   libabsl-dev libspdlog-dev libsqlite3-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev
   libcpp-httplib-dev                 # the HTTP/JSON API (server/http_server.cc)
-  libcli11-dev                       # anisoscope-worker's flags
+  libcli11-dev                       # anisoscope-worker's and the server host commands' flags
+  libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates
   slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
   python3-yaml                       # the Kubernetes manifest test
   nodejs chromium                    # dashboard assets (npm) and its browser test

@@ -6,8 +6,30 @@
 #include "absl/strings/str_cat.h"
 #include "common/message_limits.h"
 #include "common/random_id.h"
+#include "common/status_macros.h"
+#include "common/tls_files.h"
 
 namespace anisoscope::server {
+namespace {
+
+// TLS from --tls-cert/--tls-key (and --tls-client-ca: verify the client certificates that
+// are presented), else plain text.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
+    const ServerOptions& options) {
+  if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile(options.tls_cert, "--tls-cert"));
+  ASSIGN_OR_RETURN(pair.private_key, ReadPemFile(options.tls_key, "--tls-key"));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!options.tls_client_ca.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(options.tls_client_ca, "--tls-client-ca"));
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     const ServerOptions& options, worker::ExtractorFactory extractor_factory) {
@@ -19,6 +41,9 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   if (options.allow_roots.empty()) {
     return absl::InvalidArgumentError("at least one allowed root is required");
   }
+  ASSIGN_OR_RETURN(const AuthMode auth_mode, AuthModeFor(options));
+  ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
+                   ServerCredentialsFor(options));
   std::unique_ptr<AnisoscopeServer> server(new AnisoscopeServer());
 
   absl::StatusOr<std::unique_ptr<PathPolicy>> policy = PathPolicy::Create({options.allow_roots});
@@ -27,10 +52,22 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
 
   storage::MetricsStore::Options store_options;
   store_options.path = options.db;
+  store_options.check_integrity = true;
   absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store =
       storage::MetricsStore::Open(store_options);
   if (!store.ok()) return store.status();
   server->store_ = std::move(store).value();
+  server->access_ = std::make_unique<AccessControl>(auth_mode, server->store_.get());
+  if (auth_mode == AuthMode::kTokens) {
+    ASSIGN_OR_RETURN(const std::vector<storage::TokenRecord> tokens,
+                     server->store_->ListTokens(/*active_only=*/true));
+    if (tokens.empty()) {
+      spdlog::warn(
+          "--auth tokens and no token yet: create the first admin with "
+          "'anisoscope-server tokens create --db {} --name NAME --role admin'",
+          options.db);
+    }
+  }
 
   JobRunner::Options runner_options;
   runner_options.lease_timeout = absl::Seconds(options.lease_timeout_seconds);
@@ -41,22 +78,25 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   if (!runner.ok()) return runner.status();
   server->runner_ = std::move(runner).value();
 
-  server->job_service_ =
-      std::make_unique<JobServiceImpl>(server->runner_.get(), server->policy_.get());
-  server->query_service_ = std::make_unique<QueryServiceImpl>(server->store_.get());
+  AccessControl* access = server->access_.get();
+  server->job_service_ = std::make_unique<JobServiceImpl>(
+      server->runner_.get(), server->policy_.get(), server->store_.get(), access);
+  server->query_service_ = std::make_unique<QueryServiceImpl>(server->store_.get(), access);
+  server->admin_service_ = std::make_unique<AdminServiceImpl>(server->store_.get(), access);
   const std::string embedded_key = RandomId128();  // this process's embedded workers' key
   server->worker_service_ =
-      std::make_unique<WorkerServiceImpl>(server->runner_.get(), embedded_key);
+      std::make_unique<WorkerServiceImpl>(server->runner_.get(), access, embedded_key);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(server->job_service_.get());
   builder.RegisterService(server->query_service_.get());
   builder.RegisterService(server->worker_service_.get());
+  builder.RegisterService(server->admin_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     server->Shutdown(absl::Seconds(1));
@@ -82,16 +122,19 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     HttpServer::Options http_options;
     http_options.listen = options.http_listen;
     http_options.web_dir = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
+    http_options.tls_cert = options.tls_cert;
+    http_options.tls_key = options.tls_key;
     absl::StatusOr<std::unique_ptr<HttpServer>> http =
-        HttpServer::Create(http_options, server->store_.get(), server->runner_.get());
+        HttpServer::Create(http_options, server->store_.get(), server->runner_.get(), access);
     if (!http.ok()) {
       server->Shutdown(absl::Seconds(1));
       return http.status();
     }
     server->http_ = std::move(http).value();
   }
-  spdlog::info("serving on {} with {} embedded worker(s); database {}", server->address_,
-               options.workers, options.db);
+  spdlog::info("serving on {} ({}, auth {}) with {} embedded worker(s); database {}",
+               server->address_, options.tls_cert.empty() ? "plain text" : "TLS",
+               auth_mode == AuthMode::kTokens ? "tokens" : "none", options.workers, options.db);
   return server;
 }
 

@@ -15,6 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/path_policy.h"
+#include "server/access_control.h"
+#include "server/admin_service.h"
 #include "server/embedded_workers.h"
 #include "server/http_server.h"
 #include "server/job_runner.h"
@@ -57,11 +59,13 @@ class AnisoscopeServer {
   AnisoscopeServer() = default;
 
   std::unique_ptr<storage::MetricsStore> store_;
+  std::unique_ptr<AccessControl> access_;
   std::unique_ptr<PathPolicy> policy_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<QueryServiceImpl> query_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<EmbeddedWorkers> embedded_;
   std::unique_ptr<HttpServer> http_;  // null without --http-listen

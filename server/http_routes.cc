@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -31,24 +32,49 @@ constexpr char kJsonType[] = "application/json; charset=utf-8";
 
 void WriteError(const absl::Status& status, httplib::Response& res) {
   res.status = HttpStatusFor(status.code());
+  if (status.code() == absl::StatusCode::kUnauthenticated) {
+    res.set_header("WWW-Authenticate", "Bearer realm=\"anisoscope\"");
+  }
   res.set_content(ErrorJson(status), kJsonType);
 }
 
-// A GET handler for one API call: parameters (and path captures) -> Request -> core ->
-// Response as JSON. `path_field` names the request field set from the first capture.
+// The caller of an API request: its Authorization header and `namespace` parameter (taken
+// out of `params`).
+absl::StatusOr<Principal> AuthorizeRequest(AccessControl& access, const httplib::Request& req,
+                                           std::multimap<std::string, std::string>* params) {
+  Credentials credentials;
+  credentials.authorization = req.get_header_value("Authorization");
+  const auto [first, last] = params->equal_range(kNamespaceParam);
+  if (std::distance(first, last) > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter '", kNamespaceParam, "' is given twice"));
+  }
+  if (first != last) credentials.ns = first->second;
+  params->erase(kNamespaceParam);
+  return access.Authorize(credentials, Action::kRead);
+}
+
+// A GET handler for one API call: credentials -> caller; parameters (and path captures) ->
+// Request -> core in the caller's namespace -> Response as JSON. `path_field` names the
+// request field set from the first capture.
 template <typename Request, typename Response>
-httplib::Server::Handler ApiHandler(std::function<absl::StatusOr<Response>(const Request&)> core,
-                                    const std::string& path_field = "") {
-  return [core = std::move(core), path_field](const httplib::Request& req, httplib::Response& res) {
+httplib::Server::Handler ApiHandler(
+    AccessControl* access,
+    std::function<absl::StatusOr<Response>(const std::string& ns, const Request&)> core,
+    const std::string& path_field = "") {
+  return [access, core = std::move(core), path_field](const httplib::Request& req,
+                                                      httplib::Response& res) {
     res.set_header("Access-Control-Allow-Origin", "*");
     Request request;
     std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
+    const absl::StatusOr<Principal> caller = AuthorizeRequest(*access, req, &params);
+    if (!caller.ok()) return WriteError(caller.status(), res);
     absl::Status status = MessageFromParams(params, &request);
     if (status.ok() && !path_field.empty()) {
       status = MessageFromParams({{path_field, req.matches[1].str()}}, &request);
     }
     if (!status.ok()) return WriteError(status, res);
-    absl::StatusOr<Response> response = core(request);
+    absl::StatusOr<Response> response = core(caller->ns, request);
     if (!response.ok()) return WriteError(response.status(), res);
     if constexpr (std::is_same_v<Response, ::anisoscope::v1::QuerySeriesResponse>) {
       res.set_content(SeriesToJson(*response), kJsonType);
@@ -85,6 +111,8 @@ int HttpStatusFor(absl::StatusCode code) {
       return 200;
     case absl::StatusCode::kInvalidArgument:
       return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
     case absl::StatusCode::kPermissionDenied:
       return 403;
     case absl::StatusCode::kNotFound:
@@ -244,30 +272,54 @@ absl::StatusOr<fs::path> ResolveStaticFile(const fs::path& web_dir, const std::s
   return resolved;
 }
 
-void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
-                   const fs::path& web_dir) {
+std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
+                                AccessControl* access) {
   using namespace ::anisoscope::v1;  // NOLINT: the message names, for the table below
-  server->Get("/api/v1/runs",
-              ApiHandler<ListRunsRequest, ListRunsResponse>(
-                  [store](const ListRunsRequest& r) { return queries::ListRuns(*store, r); }));
-  server->Get("/api/v1/series", ApiHandler<QuerySeriesRequest, QuerySeriesResponse>(
-                                    [store](const QuerySeriesRequest& r) {
-                                      return queries::QuerySeries(*store, r);
-                                    }));
-  server->Get("/api/v1/vectors", ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(
-                                     [store](const QueryVectorsRequest& r) {
-                                       return queries::QueryVectors(*store, r);
-                                     }));
-  server->Get("/api/v1/trajectory", ApiHandler<QueryTrajectoryRequest, QueryTrajectoryResponse>(
-                                        [store](const QueryTrajectoryRequest& r) {
-                                          return queries::QueryTrajectory(*store, r);
-                                        }));
-  server->Get("/api/v1/jobs",
-              ApiHandler<ListJobsRequest, ListJobsResponse>(
-                  [runner](const ListJobsRequest& r) { return queries::ListJobs(*runner, r); }));
-  server->Get(R"(/api/v1/jobs/([^/]+))",
-              ApiHandler<GetJobRequest, Job>(
-                  [runner](const GetJobRequest& r) { return queries::GetJob(*runner, r); }, "id"));
+  using std::string;
+  return {
+      {"/api/v1/runs", "/api/v1/runs",
+       ApiHandler<ListRunsRequest, ListRunsResponse>(
+           access, [store](const string& ns,
+                           const ListRunsRequest& r) { return queries::ListRuns(*store, ns, r); })},
+      {"/api/v1/series", "/api/v1/series?run=r&metric=qk_mean_cosine",
+       ApiHandler<QuerySeriesRequest, QuerySeriesResponse>(
+           access,
+           [store](const string& ns, const QuerySeriesRequest& r) {
+             return queries::QuerySeries(*store, ns, r);
+           })},
+      {"/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
+       ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(
+           access,
+           [store](const string& ns, const QueryVectorsRequest& r) {
+             return queries::QueryVectors(*store, ns, r);
+           })},
+      {"/api/v1/trajectory", "/api/v1/trajectory?run=r",
+       ApiHandler<QueryTrajectoryRequest, QueryTrajectoryResponse>(
+           access,
+           [store](const string& ns, const QueryTrajectoryRequest& r) {
+             return queries::QueryTrajectory(*store, ns, r);
+           })},
+      {"/api/v1/jobs", "/api/v1/jobs",
+       ApiHandler<ListJobsRequest, ListJobsResponse>(
+           access,
+           [runner](const string& ns, const ListJobsRequest& r) {
+             return queries::ListJobs(*runner, ns, r);
+           })},
+      {R"(/api/v1/jobs/([^/]+))", "/api/v1/jobs/1",
+       ApiHandler<GetJobRequest, Job>(
+           access,
+           [runner](const string& ns, const GetJobRequest& r) {
+             return queries::GetJob(*runner, ns, r);
+           },
+           "id")},
+  };
+}
+
+void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
+                   AccessControl* access, const fs::path& web_dir) {
+  for (ApiRoute& route : ApiRoutes(store, runner, access)) {
+    server->Get(route.pattern, std::move(route.handler));
+  }
   server->Get(R"(/api(/.*)?)", [](const httplib::Request& req, httplib::Response& res) {
     res.set_header("Access-Control-Allow-Origin", "*");
     WriteError(absl::NotFoundError(absl::StrCat("no such endpoint: GET ", req.path)), res);

@@ -5,24 +5,32 @@
 #include <google/protobuf/message.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
+#include "server/access_control.h"
 #include "server/job_runner.h"
 #include "storage/metrics_store.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }  // namespace httplib
 
 namespace anisoscope::server {
 
-// The one mapping from a status code to an HTTP status: 400 INVALID_ARGUMENT, 403
-// PERMISSION_DENIED, 404 NOT_FOUND, 409 FAILED_PRECONDITION, 503 UNAVAILABLE, 500
-// otherwise (200 for OK).
+// The query parameter that names the namespace a request acts in (see AccessControl).
+inline constexpr char kNamespaceParam[] = "namespace";
+
+// The one mapping from a status code to an HTTP status: 400 INVALID_ARGUMENT, 401
+// UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 409 FAILED_PRECONDITION, 503
+// UNAVAILABLE, 500 otherwise (200 for OK).
 int HttpStatusFor(absl::StatusCode code);
 // {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}
 std::string ErrorJson(const absl::Status& status);
@@ -49,8 +57,19 @@ std::string ContentTypeFor(const std::filesystem::path& file);
 absl::StatusOr<std::filesystem::path> ResolveStaticFile(const std::filesystem::path& web_dir,
                                                         const std::string& url_path);
 
-// Installs the /api/v1 routes and the static file route on `server`.
+// One GET route of the API. Every handler authorizes its caller (Action::kRead: the
+// Authorization header, the `namespace` parameter) before anything else.
+struct ApiRoute {
+  std::string pattern;  // httplib's regex, e.g. "/api/v1/jobs/([^/]+)"
+  std::string example;  // a path (and query) it serves, for tests over every route
+  std::function<void(const httplib::Request&, httplib::Response&)> handler;
+};
+// The /api/v1 routes, in the one table InstallRoutes installs.
+std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
+                                AccessControl* access);
+
+// Installs ApiRoutes, a 404 for other /api paths, and the static file route on `server`.
 void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
-                   const std::filesystem::path& web_dir);
+                   AccessControl* access, const std::filesystem::path& web_dir);
 
 }  // namespace anisoscope::server

@@ -16,7 +16,8 @@ namespace anisoscope::server {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& options,
                                                                storage::MetricsStore* store,
-                                                               JobRunner* runner) {
+                                                               JobRunner* runner,
+                                                               AccessControl* access) {
   const size_t colon = options.listen.rfind(':');
   int port = -1;
   if (colon == std::string::npos || colon == 0 ||
@@ -34,7 +35,21 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
   }
 
   std::unique_ptr<HttpServer> server(new HttpServer());
-  server->server_ = std::make_unique<httplib::Server>();
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("HTTPS wants both a certificate and a key");
+  }
+  if (options.tls_cert.empty()) {
+    server->server_ = std::make_unique<httplib::Server>();
+  } else {
+    auto https =
+        std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot load the TLS certificate '", options.tls_cert, "' and key '",
+                       options.tls_key, "' (PEM files that belong together)"));
+    }
+    server->server_ = std::move(https);
+  }
   httplib::Server& http = *server->server_;
   const size_t threads = static_cast<size_t>(options.threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -49,7 +64,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
   });
-  InstallRoutes(&http, store, runner, options.web_dir);
+  InstallRoutes(&http, store, runner, access, options.web_dir);
 
   if (port == 0) {
     port = http.bind_to_any_port(host);

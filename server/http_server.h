@@ -9,7 +9,7 @@
 // `web_dir` (index.html at /), never outside it; 503 when `web_dir` does not exist.
 //
 // Thread-safe. Handlers run on the server's own threads and block on store reads only.
-// `store` and `runner` are not owned and must outlive the HttpServer.
+// `store`, `runner` and `access` are not owned and must outlive the HttpServer.
 #pragma once
 
 #include <memory>
@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "server/access_control.h"
 #include "server/job_runner.h"
 #include "storage/metrics_store.h"
 
@@ -35,13 +36,18 @@ class HttpServer {
     std::string web_dir;
     // Request threads.
     int threads = 4;
+    // PEM certificate chain and private key: serve HTTPS; both empty: plain HTTP.
+    std::string tls_cert;
+    std::string tls_key;
   };
 
   // Binds and starts serving. INVALID_ARGUMENT for a listen address that is not
-  // HOST:PORT, UNAVAILABLE when it cannot be bound.
+  // HOST:PORT or a certificate or key that cannot be loaded, UNAVAILABLE when it cannot be
+  // bound. `access` authorizes every API request.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(const Options& options,
                                                             storage::MetricsStore* store,
-                                                            JobRunner* runner);
+                                                            JobRunner* runner,
+                                                            AccessControl* access);
   ~HttpServer();  // Stop.
 
   HttpServer(const HttpServer&) = delete;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/checkpoint/step_discovery.h"
 #include "analysis/probe/probe.h"
+#include "common/status_macros.h"
 #include "server/proto_convert.h"
 
 namespace anisoscope::server {
@@ -123,6 +124,25 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
   if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
   if (absl::Status status = CheckProbe(spec); !status.ok()) return status;
   return spec;
+}
+
+absl::StatusOr<std::unique_ptr<PathPolicy>> PolicyForNamespace(storage::MetricsStore& store,
+                                                               const PathPolicy& server_policy,
+                                                               const std::string& ns) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> own, store.NamespaceRoots(ns));
+  std::vector<std::string> roots;
+  if (own.empty()) {
+    for (const fs::path& root : server_policy.roots()) roots.push_back(root.string());
+  }
+  for (const std::string& root : own) {
+    absl::StatusOr<fs::path> inside = server_policy.Resolve(root, "namespace root");
+    if (inside.ok()) roots.push_back(inside->string());
+  }
+  if (roots.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "namespace '", ns, "' may read only from roots outside the server's --allow-root"));
+  }
+  return PathPolicy::Create({roots});
 }
 
 }  // namespace anisoscope::server

@@ -1,12 +1,14 @@
 // Validation of a SubmitJobRequest and its translation into a stored JobSpec.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "common/path_policy.h"
+#include "storage/metrics_store.h"
 #include "storage/types.h"
 
 namespace anisoscope::server {
@@ -23,5 +25,13 @@ absl::Status ValidateRunName(const std::string& run);
 // Blocks on file-system reads.
 absl::StatusOr<storage::JobSpec> JobSpecFromRequest(
     const ::anisoscope::v1::SubmitJobRequest& request, const PathPolicy& policy);
+
+// The roots namespace `ns` may read from: the server's (`server_policy`) when the namespace
+// has none of its own, else those of its own that lie inside the server's.
+// PERMISSION_DENIED when none of them does; the store's error otherwise. Blocks on a
+// SQLite read and the roots' resolution.
+absl::StatusOr<std::unique_ptr<PathPolicy>> PolicyForNamespace(storage::MetricsStore& store,
+                                                               const PathPolicy& server_policy,
+                                                               const std::string& ns);
 
 }  // namespace anisoscope::server

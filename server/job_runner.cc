@@ -136,14 +136,18 @@ void JobRunner::AddJob(storage::JobRecord record, pb::UnitProbe probe) {
   MaybeFinish(id);
 }
 
-absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spec) {
+absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spec,
+                                                     const std::string& actor) {
   if (draining()) return absl::UnavailableError("server is shutting down; not accepting jobs");
   if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
   ASSIGN_OR_RETURN(pb::UnitProbe probe, UnitProbeFromSpec(spec));
   ASSIGN_OR_RETURN(const int64_t id, store_->CreateJob(spec));
   ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(id));
-  spdlog::info("job {} submitted: run {}, {} checkpoints{}", id, spec.run, spec.checkpoints.size(),
-               spec.force ? ", force" : "");
+  spdlog::info("job {} submitted by {}: run {}/{}, {} checkpoints{}", id, actor, spec.ns, spec.run,
+               spec.checkpoints.size(), spec.force ? ", force" : "");
+  Audit({0, "", actor, spec.ns, "submit", absl::StrCat("job ", id),
+         absl::StrCat("run ", spec.run, ", ", spec.checkpoints.size(), " checkpoints",
+                      spec.force ? ", force" : "")});
   Deliveries deliveries;
   {
     absl::MutexLock lock(&mu_);
@@ -154,7 +158,7 @@ absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spe
   return record;
 }
 
-absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id) {
+absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id, const std::string& actor) {
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(id);
@@ -190,7 +194,9 @@ absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id) {
         for (size_t i = 0; i < drop; ++i) cancelled_leases_.erase(cancelled_order_[i]);
         cancelled_order_.erase(cancelled_order_.begin(), cancelled_order_.begin() + drop);
       }
-      spdlog::info("job {} cancelled", id);
+      spdlog::info("job {} cancelled by {}", id, actor);
+      Audit({0, "", actor, job->record.spec.ns, "cancel", absl::StrCat("job ", id),
+             absl::StrCat("run ", job->record.spec.run)});
       storage::JobRecord copy = job->record;
       MaybeFinish(id);
       return copy;
@@ -210,8 +216,16 @@ absl::StatusOr<storage::JobRecord> JobRunner::Get(int64_t id) {
   return store_->GetJob(id);
 }
 
-absl::StatusOr<std::vector<storage::JobRecord>> JobRunner::List(int limit, const std::string& run) {
-  return store_->ListJobs(limit, run);
+absl::StatusOr<std::vector<storage::JobRecord>> JobRunner::List(int limit, const std::string& ns,
+                                                                const std::string& run) {
+  return store_->ListJobs(limit, ns, run);
+}
+
+void JobRunner::Audit(const storage::AuditEntry& entry) {
+  if (absl::Status status = store_->AppendAudit(entry); !status.ok()) {
+    spdlog::error("audit of {} {} by {} not stored: {}", entry.action, entry.target, entry.actor,
+                  std::string(status.message()));
+  }
 }
 
 absl::Status JobRunner::Watch(int64_t id, JobWatcher* watcher) {
@@ -257,9 +271,8 @@ void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request, bool 
   Waiter waiter;
   waiter.request = request;
   waiter.local = local;
-  waiter.deadline =
-      absl::Now() + std::min(absl::Milliseconds(std::max(0, request.wait_ms())),
-                             options_.max_lease_wait);
+  waiter.deadline = absl::Now() + std::min(absl::Milliseconds(std::max(0, request.wait_ms())),
+                                           options_.max_lease_wait);
   pb::LeaseWorkResponse response;
   bool stopped = false;
   absl::StatusOr<bool> granted = false;
@@ -290,8 +303,7 @@ bool JobRunner::WithdrawLease(int64_t ticket) {
   return waiters_.erase(ticket) > 0;
 }
 
-absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter,
-                                             pb::LeaseWorkResponse* response) {
+absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkResponse* response) {
   if (pending_.empty()) return false;
   const StepKey key = *pending_.begin();
   ActiveJob* job = active_.at(key.first).get();
@@ -377,8 +389,8 @@ absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRe
     lease->stored_checked = true;
     checkpoint.probe_id = request.probe_id();
     if (!job->record.spec.force) {
-      ASSIGN_OR_RETURN(const bool stored,
-                       store_->HasStep(job->record.spec.run, request.probe_id(), checkpoint.step));
+      ASSIGN_OR_RETURN(const bool stored, store_->HasStep(job->record.spec.ns, job->record.spec.run,
+                                                          request.probe_id(), checkpoint.step));
       if (stored) {
         Deliveries none;
         EndLeaseLocked(request.lease_id(), StepState::kSkipped, "", &none);
@@ -398,12 +410,13 @@ absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRe
   return response;
 }
 
-absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
-    const pb::CompleteWorkRequest& request) {
+absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteWorkRequest& request,
+                                                             const std::string& actor) {
   const std::string& lease_id = request.lease_id();
   int64_t job_id = 0;
   bool force = false;
   storage::JobCheckpoint finished;
+  std::string ns;
   std::string run;
   {
     absl::MutexLock lock(&mu_);
@@ -420,6 +433,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
     ActiveJob* job = active_.at(lease->key.first).get();
     job_id = lease->key.first;
     force = job->record.spec.force;
+    ns = job->record.spec.ns;
     run = job->record.spec.run;
     finished = job->record.checkpoints[lease->key.second];
   }
@@ -430,6 +444,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
   if (!result.ok()) {
     stored = result.status();
   } else {
+    result->ns = ns;
     finished.state = StepState::kDone;
     finished.error.clear();
     finished.probe_id = result->probe.id;
@@ -452,9 +467,8 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
     if (!stored.ok() && !refused) {
       // The store could not write now (busy, full): the lease stays; the worker retries.
       if (!it->second->local) it->second->deadline = absl::Now() + options_.lease_timeout;
-      status = absl::UnavailableError(absl::StrCat("step ", finished.step,
-                                                   " not stored yet (retry): ",
-                                                   stored.status().message()));
+      status = absl::UnavailableError(absl::StrCat(
+          "step ", finished.step, " not stored yet (retry): ", stored.status().message()));
     } else if (!stored.ok()) {
       const std::string error =
           absl::StrCat("upload of step ", finished.step, " refused: ", stored.status().message());
@@ -474,6 +488,9 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(
   }
   for (auto& deliver : deliveries) deliver();
   if (!status.ok()) return status;
+  Audit({0, "", actor, ns, "complete", absl::StrCat("job ", job_id, " step ", finished.step),
+         absl::StrCat("run ", run, ", ", storage::StepStateName(*stored), " by worker '",
+                      finished.worker, "' in ", absl::SixDigits(finished.seconds), " s")});
   pb::CompleteWorkResponse response;
   response.set_state(ToProto(*stored));
   return response;
@@ -567,9 +584,8 @@ void JobRunner::ReaperLoop() {
       for (const auto& [id, lease] : leases_) next = std::min(next, lease->deadline);
       next_wake_ = next;
       reaper_wake_ = false;
-      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return draining_ || reaper_wake_;
-      };
+      auto woken = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return draining_ || reaper_wake_; };
       mu_.AwaitWithDeadline(absl::Condition(&woken), next);
       if (draining_) return;
       const absl::Time now = absl::Now();
@@ -589,11 +605,11 @@ void JobRunner::ReaperLoop() {
         const LeaseEntry& lease = *leases_.at(id);
         const storage::JobCheckpoint& checkpoint =
             active_.at(lease.key.first)->record.checkpoints[lease.key.second];
-        RetryOrFailLocked(id,
-                          absl::StrCat("lease expired: worker '", checkpoint.worker,
-                                       "' sent no heartbeat for ",
-                                       absl::FormatDuration(options_.lease_timeout)),
-                          &deliveries);
+        RetryOrFailLocked(
+            id,
+            absl::StrCat("lease expired: worker '", checkpoint.worker, "' sent no heartbeat for ",
+                         absl::FormatDuration(options_.lease_timeout)),
+            &deliveries);
       }
     }
     for (LeaseCallback& done : timed_out) done(pb::LeaseWorkResponse());

@@ -70,16 +70,19 @@ class JobRunner {
   // ---- Jobs ----
   // Stores a new job (paths already resolved and checkpoints ascending) and queues it.
   // UNAVAILABLE while draining.
-  absl::StatusOr<storage::JobRecord> Submit(const storage::JobSpec& spec);
+  // `actor` (who submits) goes to the audit log.
+  absl::StatusOr<storage::JobRecord> Submit(const storage::JobSpec& spec, const std::string& actor);
   // Cancels a job: its pending and leased checkpoints become cancelled (a leased one's
   // worker hears it at its next heartbeat), the job is cancelled and finishes. A step whose
   // upload is being stored finishes first. NOT_FOUND for an unknown id,
   // FAILED_PRECONDITION for a job already final.
-  absl::StatusOr<storage::JobRecord> Cancel(int64_t id);
-  // NOT_FOUND for an unknown id.
+  absl::StatusOr<storage::JobRecord> Cancel(int64_t id, const std::string& actor);
+  // NOT_FOUND for an unknown id. Any namespace: the caller checks the job's.
   absl::StatusOr<storage::JobRecord> Get(int64_t id);
-  // Most recent first, at most `limit`; only jobs of `run` unless it is empty.
-  absl::StatusOr<std::vector<storage::JobRecord>> List(int limit, const std::string& run = "");
+  // Namespace `ns`'s jobs, most recent first, at most `limit`; only jobs of `run` unless it
+  // is empty.
+  absl::StatusOr<std::vector<storage::JobRecord>> List(int limit, const std::string& ns,
+                                                       const std::string& run = "");
 
   // Sends `watcher` the job's snapshot, then its events up to JOB_FINISHED; for a job
   // already final, the snapshot and JOB_FINISHED at once. Calls the watcher on this thread
@@ -104,8 +107,9 @@ class JobRunner {
       const ::anisoscope::v1::HeartbeatRequest& request);
   // INVALID_ARGUMENT when the upload does not fit the model shape it declares (the step
   // then fails with that error); the store's error when the write fails (likewise).
+  // A stored step is audited as `actor`'s.
   absl::StatusOr<::anisoscope::v1::CompleteWorkResponse> Complete(
-      const ::anisoscope::v1::CompleteWorkRequest& request);
+      const ::anisoscope::v1::CompleteWorkRequest& request, const std::string& actor);
   absl::Status Fail(const ::anisoscope::v1::FailWorkRequest& request);
 
   // Stops leasing: waiting and later Lease calls get UNAVAILABLE, new jobs are refused.
@@ -130,6 +134,8 @@ class JobRunner {
   JobRunner(const Options& options, storage::MetricsStore* store);
 
   absl::Status Resume();
+  // Appends to the audit log; a failure is logged, never returned (the action happened).
+  void Audit(const storage::AuditEntry& entry);
   void AddJob(storage::JobRecord record, ::anisoscope::v1::UnitProbe probe)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

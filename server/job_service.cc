@@ -7,6 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "server/call_credentials.h"
 #include "server/job_request.h"
 #include "server/proto_convert.h"
 #include "server/queries.h"
@@ -15,15 +16,16 @@
 namespace anisoscope::server {
 namespace {
 
-using queries::ValidateJobId;
-
 // Streams one job's events. Events arrive from the runner (any thread, never blocking
 // here), are queued under `mu_` and written one at a time; StartWrite and Finish are called
 // outside the lock. Deletes itself in OnDone, after unsubscribing.
 class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, public JobWatcher {
  public:
-  WatchJobReactor(JobRunner* runner, int64_t id) : runner_(runner), id_(id) {
-    absl::Status status = ValidateJobId(id);
+  // `caller` is the authorized caller, or why the call may not watch.
+  WatchJobReactor(JobRunner* runner, int64_t id, const absl::StatusOr<Principal>& caller)
+      : runner_(runner), id_(id) {
+    absl::Status status = caller.status();
+    if (status.ok()) status = queries::JobInNamespace(*runner_, caller->ns, id).status();
     if (status.ok()) status = runner_->Watch(id_, this);
     if (!status.ok()) {
       {
@@ -120,9 +122,15 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                     const pb::SubmitJobRequest* request,
                                                     pb::Job* response) {
-  absl::StatusOr<storage::JobSpec> spec = JobSpecFromRequest(*request, *policy_);
+  absl::StatusOr<Principal> caller = AuthorizeCall(*access_, *context, Action::kWrite);
+  if (!caller.ok()) return Respond(context, caller.status());
+  absl::StatusOr<std::unique_ptr<PathPolicy>> policy =
+      PolicyForNamespace(*store_, *policy_, caller->ns);
+  if (!policy.ok()) return Respond(context, policy.status());
+  absl::StatusOr<storage::JobSpec> spec = JobSpecFromRequest(*request, **policy);
   if (!spec.ok()) return Respond(context, spec.status());
-  absl::StatusOr<storage::JobRecord> job = runner_->Submit(*spec);
+  spec->ns = caller->ns;
+  absl::StatusOr<storage::JobRecord> job = runner_->Submit(*spec, caller->name);
   if (job.ok()) ToProto(*job, response);
   return Respond(context, job.status());
 }
@@ -130,29 +138,37 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const pb::GetJobRequest* request,
                                                  pb::Job* response) {
-  return Respond(context, queries::GetJob(*runner_, *request), response);
+  return RespondAuthorized(
+      *access_, context, Action::kRead, response,
+      [&](const Principal& caller) { return queries::GetJob(*runner_, caller.ns, *request); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const pb::ListJobsRequest* request,
                                                    pb::ListJobsResponse* response) {
-  return Respond(context, queries::ListJobs(*runner_, *request), response);
+  return RespondAuthorized(
+      *access_, context, Action::kRead, response,
+      [&](const Principal& caller) { return queries::ListJobs(*runner_, caller.ns, *request); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                     const pb::CancelJobRequest* request,
                                                     pb::Job* response) {
-  if (absl::Status status = ValidateJobId(request->id()); !status.ok()) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*access_, *context, Action::kWrite);
+  if (!caller.ok()) return Respond(context, caller.status());
+  if (absl::Status status = queries::JobInNamespace(*runner_, caller->ns, request->id()).status();
+      !status.ok()) {
     return Respond(context, status);
   }
-  absl::StatusOr<storage::JobRecord> job = runner_->Cancel(request->id());
+  absl::StatusOr<storage::JobRecord> job = runner_->Cancel(request->id(), caller->name);
   if (job.ok()) ToProto(*job, response);
   return Respond(context, job.status());
 }
 
 grpc::ServerWriteReactor<pb::JobEvent>* JobServiceImpl::WatchJob(
-    grpc::CallbackServerContext* /*context*/, const pb::WatchJobRequest* request) {
-  return new WatchJobReactor(runner_, request->id());
+    grpc::CallbackServerContext* context, const pb::WatchJobRequest* request) {
+  return new WatchJobReactor(runner_, request->id(),
+                             AuthorizeCall(*access_, *context, Action::kRead));
 }
 
 }  // namespace anisoscope::server

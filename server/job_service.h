@@ -2,20 +2,26 @@
 //
 // Callback API; handlers never wait for extraction (they do short store and file-system
 // reads). WatchJob streams through a write reactor that queues events and writes them one
-// at a time. `runner` and `policy` are not owned and outlive the grpc::Server.
+// at a time. Every call is authorized first (reads: kRead; submit and cancel: kWrite) and
+// acts in its caller's namespace. `runner`, `policy`, `store` and `access` are not owned
+// and outlive the grpc::Server.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "common/path_policy.h"
+#include "server/access_control.h"
 #include "server/job_runner.h"
+#include "storage/metrics_store.h"
 
 namespace anisoscope::server {
 
 class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
  public:
-  JobServiceImpl(JobRunner* runner, const PathPolicy* policy) : runner_(runner), policy_(policy) {}
+  JobServiceImpl(JobRunner* runner, const PathPolicy* policy, storage::MetricsStore* store,
+                 AccessControl* access)
+      : runner_(runner), policy_(policy), store_(store), access_(access) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const ::anisoscope::v1::SubmitJobRequest* request,
@@ -36,6 +42,8 @@ class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackServic
  private:
   JobRunner* const runner_;
   const PathPolicy* const policy_;
+  storage::MetricsStore* const store_;
+  AccessControl* const access_;
 };
 
 }  // namespace anisoscope::server

@@ -9,6 +9,7 @@
 #include "analysis/extractor.h"
 #include "common/logging.h"
 #include "server/anisoscope_server.h"
+#include "server/host_commands.h"
 #include "server/server_options.h"
 
 namespace {
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  if (anisoscope::server::IsHostCommand(argc, argv)) {
+    return anisoscope::server::RunHostCommand(argc, argv, std::cout, std::cerr);
+  }
 
   absl::StatusOr<anisoscope::server::ServerOptions> options =
       anisoscope::server::ParseServerOptions(argc, argv);
@@ -57,7 +62,8 @@ int main(int argc, char** argv) {
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
   if (!(*server)->http_address().empty()) {
-    std::cout << "dashboard at http://" << (*server)->http_address() << "/" << std::endl;
+    std::cout << "dashboard at " << (options->tls_cert.empty() ? "http" : "https") << "://"
+              << (*server)->http_address() << "/" << std::endl;
   }
 
   int signal_number = 0;

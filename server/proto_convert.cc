@@ -67,6 +67,7 @@ void ToProto(const storage::JobRecord& job, pb::Job* out) {
   }
   out->set_error(job.error);
   out->set_created_at(job.created_at);
+  out->set_namespace_(job.spec.ns);
   out->set_updated_at(job.updated_at);
   out->set_steps_total(static_cast<int32_t>(job.checkpoints.size()));
   out->set_steps_finished(finished);
@@ -87,6 +88,7 @@ void ToProto(const storage::RunInfo& run, pb::Run* out) {
   }
   for (int64_t step : run.steps) out->add_steps(step);
   out->set_created_at(run.created_at);
+  out->set_namespace_(run.ns);
 }
 
 void ToProto(const storage::SeriesResult& result, const std::string& metric,
@@ -159,7 +161,6 @@ absl::Status ProbeSpecFromProto(const pb::ProbeSpec& probe, storage::JobSpec* sp
   return absl::OkStatus();
 }
 
-
 storage::SeriesQuery FromProto(const pb::QuerySeriesRequest& request) {
   storage::SeriesQuery query;
   query.run = request.run();
@@ -184,6 +185,5 @@ storage::VectorQuery FromProto(const pb::QueryVectorsRequest& request) {
   if (request.has_to_step()) query.to_step = request.to_step();
   return query;
 }
-
 
 }  // namespace anisoscope::server

@@ -33,9 +33,11 @@ absl::Status ValidateHead(int32_t layer, int32_t head) {
 }
 
 absl::StatusOr<storage::VectorResult> ReadVectors(storage::MetricsStore& store,
+                                                  const std::string& ns,
                                                   const pb::QueryTrajectoryRequest& request,
                                                   const char* kind) {
   storage::VectorQuery query;
+  query.ns = ns;
   query.run = request.run();
   query.probe_id = request.probe_id();
   query.kind = kind;
@@ -51,15 +53,24 @@ absl::Status ValidateJobId(int64_t id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store,
+absl::StatusOr<storage::JobRecord> JobInNamespace(JobRunner& runner, const std::string& ns,
+                                                  int64_t id) {
+  RETURN_IF_ERROR(ValidateJobId(id));
+  ASSIGN_OR_RETURN(storage::JobRecord job, runner.Get(id));
+  if (job.spec.ns != ns) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  return job;
+}
+
+absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store, const std::string& ns,
                                               const pb::ListRunsRequest& /*request*/) {
-  ASSIGN_OR_RETURN(const std::vector<storage::RunInfo> runs, store.ListRuns());
+  ASSIGN_OR_RETURN(const std::vector<storage::RunInfo> runs, store.ListRuns(ns));
   pb::ListRunsResponse response;
   for (const storage::RunInfo& run : runs) ToProto(run, response.add_runs());
   return response;
 }
 
 absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store,
+                                                    const std::string& ns,
                                                     const pb::QuerySeriesRequest& request) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   if (request.metric().empty()) return absl::InvalidArgumentError("metric is required");
@@ -69,7 +80,9 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
     return absl::InvalidArgumentError(
         absl::StrCat("max_points must be >= 0, got ", request.max_points()));
   }
-  ASSIGN_OR_RETURN(storage::SeriesResult result, store.QuerySeries(FromProto(request)));
+  storage::SeriesQuery query = FromProto(request);
+  query.ns = ns;
+  ASSIGN_OR_RETURN(storage::SeriesResult result, store.QuerySeries(query));
   const bool downsampled = DownsampleSeries(request.max_points(), &result.points);
   pb::QuerySeriesResponse response;
   ToProto(result, request.metric(), &response);
@@ -78,6 +91,7 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
 }
 
 absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& store,
+                                                      const std::string& ns,
                                                       const pb::QueryVectorsRequest& request) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   const std::vector<std::string>& kinds = analysis::VectorKinds();
@@ -88,18 +102,21 @@ absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& sto
   RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
   RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
                                     request.has_to_step(), request.to_step()));
-  ASSIGN_OR_RETURN(const storage::VectorResult result, store.QueryVectors(FromProto(request)));
+  storage::VectorQuery query = FromProto(request);
+  query.ns = ns;
+  ASSIGN_OR_RETURN(const storage::VectorResult result, store.QueryVectors(query));
   pb::QueryVectorsResponse response;
   ToProto(result, &response);
   return response;
 }
 
 absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
-    storage::MetricsStore& store, const pb::QueryTrajectoryRequest& request) {
+    storage::MetricsStore& store, const std::string& ns,
+    const pb::QueryTrajectoryRequest& request) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
-  ASSIGN_OR_RETURN(const storage::VectorResult q, ReadVectors(store, request, "q_mean"));
-  ASSIGN_OR_RETURN(const storage::VectorResult k, ReadVectors(store, request, "k_mean"));
+  ASSIGN_OR_RETURN(const storage::VectorResult q, ReadVectors(store, ns, request, "q_mean"));
+  ASSIGN_OR_RETURN(const storage::VectorResult k, ReadVectors(store, ns, request, "k_mean"));
   // Steps with both vectors, ascending (the writer stores them together).
   std::map<int64_t, const std::vector<double>*> k_by_step;
   for (const storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;
@@ -146,22 +163,22 @@ absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
   return response;
 }
 
-absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner,
+absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner, const std::string& ns,
                                               const pb::ListJobsRequest& request) {
   if (request.limit() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("limit must be >= 0, got ", request.limit()));
   }
   if (!request.run().empty()) RETURN_IF_ERROR(ValidateRunName(request.run()));
   ASSIGN_OR_RETURN(const std::vector<storage::JobRecord> jobs,
-                   runner.List(request.limit() == 0 ? 100 : request.limit(), request.run()));
+                   runner.List(request.limit() == 0 ? 100 : request.limit(), ns, request.run()));
   pb::ListJobsResponse response;
   for (const storage::JobRecord& job : jobs) ToProto(job, response.add_jobs());
   return response;
 }
 
-absl::StatusOr<pb::Job> GetJob(JobRunner& runner, const pb::GetJobRequest& request) {
-  RETURN_IF_ERROR(ValidateJobId(request.id()));
-  ASSIGN_OR_RETURN(const storage::JobRecord job, runner.Get(request.id()));
+absl::StatusOr<pb::Job> GetJob(JobRunner& runner, const std::string& ns,
+                               const pb::GetJobRequest& request) {
+  ASSIGN_OR_RETURN(const storage::JobRecord job, JobInNamespace(runner, ns, request.id()));
   pb::Job response;
   ToProto(job, &response);
   return response;

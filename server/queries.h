@@ -1,11 +1,15 @@
 // The query core shared by the gRPC services and the HTTP API: each function validates a
-// request, reads the store (or the job runner) and returns the response message.
+// request, reads namespace `ns`'s runs or jobs from the store (or the job runner) and
+// returns the response message. Another namespace's run or job is NOT_FOUND, as if it
+// did not exist.
 //
 // INVALID_ARGUMENT for a bad request (the message names the field), NOT_FOUND for an
 // unknown run, probe or job, FAILED_PRECONDITION when probe_id is empty and the run has
 // several probes; the store's errors otherwise. Thread-safe; every call blocks on SQLite
 // reads (never on extraction). `store` and `runner` are not owned.
 #pragma once
+
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
@@ -18,25 +22,32 @@ namespace pb = ::anisoscope::v1;
 
 namespace anisoscope::server::queries {
 
-absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store,
+absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store, const std::string& ns,
                                               const pb::ListRunsRequest& request);
 // Points ordered by layer, head, step; since_step is an exclusive lower bound combined
 // with from_step/to_step; max_points > 0 downsamples each (layer, head) series
 // (server/series_downsampling.h) and sets `downsampled`.
 absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store,
+                                                    const std::string& ns,
                                                     const pb::QuerySeriesRequest& request);
 absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& store,
+                                                      const std::string& ns,
                                                       const pb::QueryVectorsRequest& request);
 // Projects every stored q_mean and k_mean of the head on the top two right singular
 // vectors of their uncentered stack (server/trajectory_projection.h). NOT_FOUND when the
 // head has no stored vectors (e.g. a layer or head out of range).
 absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
-    storage::MetricsStore& store, const pb::QueryTrajectoryRequest& request);
+    storage::MetricsStore& store, const std::string& ns, const pb::QueryTrajectoryRequest& request);
 
 // Most recent first; limit 0 means 100; `run` keeps only that run's jobs.
-absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner,
+absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner, const std::string& ns,
                                               const pb::ListJobsRequest& request);
-absl::StatusOr<pb::Job> GetJob(JobRunner& runner, const pb::GetJobRequest& request);
+absl::StatusOr<pb::Job> GetJob(JobRunner& runner, const std::string& ns,
+                               const pb::GetJobRequest& request);
+// Job `id` when it belongs to `ns`; NOT_FOUND otherwise (shared with CancelJob and
+// WatchJob, which check before they act).
+absl::StatusOr<storage::JobRecord> JobInNamespace(JobRunner& runner, const std::string& ns,
+                                                  int64_t id);
 
 // INVALID_ARGUMENT unless id > 0 (shared with CancelJob and WatchJob).
 absl::Status ValidateJobId(int64_t id);

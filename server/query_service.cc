@@ -1,5 +1,6 @@
 #include "server/query_service.h"
 
+#include "server/call_credentials.h"
 #include "server/queries.h"
 #include "server/unary_reactor.h"
 
@@ -8,25 +9,34 @@ namespace anisoscope::server {
 grpc::ServerUnaryReactor* QueryServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                      const pb::ListRunsRequest* request,
                                                      pb::ListRunsResponse* response) {
-  return Respond(context, queries::ListRuns(*store_, *request), response);
+  return RespondAuthorized(
+      *access_, context, Action::kRead, response,
+      [&](const Principal& caller) { return queries::ListRuns(*store_, caller.ns, *request); });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QuerySeries(grpc::CallbackServerContext* context,
                                                         const pb::QuerySeriesRequest* request,
                                                         pb::QuerySeriesResponse* response) {
-  return Respond(context, queries::QuerySeries(*store_, *request), response);
+  return RespondAuthorized(
+      *access_, context, Action::kRead, response,
+      [&](const Principal& caller) { return queries::QuerySeries(*store_, caller.ns, *request); });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QueryVectors(grpc::CallbackServerContext* context,
                                                          const pb::QueryVectorsRequest* request,
                                                          pb::QueryVectorsResponse* response) {
-  return Respond(context, queries::QueryVectors(*store_, *request), response);
+  return RespondAuthorized(
+      *access_, context, Action::kRead, response,
+      [&](const Principal& caller) { return queries::QueryVectors(*store_, caller.ns, *request); });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QueryTrajectory(
     grpc::CallbackServerContext* context, const pb::QueryTrajectoryRequest* request,
     pb::QueryTrajectoryResponse* response) {
-  return Respond(context, queries::QueryTrajectory(*store_, *request), response);
+  return RespondAuthorized(*access_, context, Action::kRead, response,
+                           [&](const Principal& caller) {
+                             return queries::QueryTrajectory(*store_, caller.ns, *request);
+                           });
 }
 
 }  // namespace anisoscope::server

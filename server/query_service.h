@@ -1,18 +1,20 @@
-// QueryService adapter: calls the query core (server/queries.h), maps the status.
-// Callback API; handlers do short store reads. `store` is not owned and outlives the
-// grpc::Server.
+// QueryService adapter: authorizes the call (kRead), calls the query core
+// (server/queries.h) in the caller's namespace, maps the status. Callback API; handlers do
+// short store reads. `store` and `access` are not owned and outlive the grpc::Server.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
+#include "server/access_control.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server {
 
 class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackService {
  public:
-  explicit QueryServiceImpl(storage::MetricsStore* store) : store_(store) {}
+  QueryServiceImpl(storage::MetricsStore* store, AccessControl* access)
+      : store_(store), access_(access) {}
 
   grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
                                      const ::anisoscope::v1::ListRunsRequest* request,
@@ -29,6 +31,7 @@ class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackSe
 
  private:
   storage::MetricsStore* const store_;
+  AccessControl* const access_;
 };
 
 }  // namespace anisoscope::server

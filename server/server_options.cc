@@ -26,6 +26,16 @@ std::function<absl::Status(const std::string&)> HostPortSetter(const std::string
   };
 }
 
+// Sets `*out` from a `--flag FILE` value.
+std::function<absl::Status(const std::string&)> FileSetter(const std::string& flag,
+                                                           std::string* out) {
+  return [flag, out](const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " wants a file"));
+    *out = v;
+    return absl::OkStatus();
+  };
+}
+
 absl::Status ParseInt(const std::string& flag, const std::string& value, int min, int* out) {
   int parsed = 0;
   if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
@@ -78,8 +88,23 @@ flags:
   --batch-size N       probe samples per forward; 0 sizes each batch from its sequence
                        length to bound memory (default 0)
   --dtype T            float32, float16 or bfloat16 (default float32)
+  --auth MODE          tokens: every call needs a bearer token (see 'tokens' below); none:
+                       no checks, allowed only on loopback addresses (default: tokens unless
+                       --listen and --http-listen are both loopback)
+  --tls-cert FILE      PEM certificate chain: serve gRPC and HTTP over TLS (with --tls-key)
+  --tls-key FILE       PEM private key of --tls-cert
+  --tls-client-ca FILE PEM CA bundle: workers with a client certificate it signed need no
+                       token
   --log-level L        trace, debug, info, warn or error (default info)
   --help               print this text and exit
+
+Commands on the server host (each opens the database directly; see 'COMMAND --help'):
+  anisoscope-server tokens create|list|revoke --db FILE ...
+                       bearer tokens: name, namespace, role (reader, writer, worker, admin)
+  anisoscope-server namespaces set|list --db FILE ...
+                       the directories a namespace may read from
+  anisoscope-server backup --db FILE --out FILE
+                       a consistent copy, safe while the server runs
 
 On start it prints "listening on HOST:PORT" to stdout, then, with --http-listen,
 "dashboard at http://HOST:PORT/". SIGTERM or SIGINT drains: new jobs are
@@ -87,6 +112,33 @@ refused (UNAVAILABLE), embedded workers stop and give their checkpoints back (pe
 the next start), remote workers' leases stay valid for them to finish after a restart, and
 the server exits 0.
 )";
+}
+
+bool IsLoopback(const std::string& host_port) {
+  std::string host = host_port.substr(0, host_port.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+absl::StatusOr<AuthMode> AuthModeFor(const ServerOptions& options) {
+  std::string exposed;
+  for (const std::string* address : {&options.listen, &options.http_listen}) {
+    if (!address->empty() && !IsLoopback(*address)) exposed = *address;
+  }
+  if (options.auth == "tokens" || (options.auth.empty() && !exposed.empty())) {
+    return AuthMode::kTokens;
+  }
+  if (!exposed.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--auth none is allowed only when every listen address is loopback (127.0.0.1, ::1, "
+        "localhost); ",
+        exposed,
+        " can be reached from other hosts. Create tokens (anisoscope-server tokens create) and "
+        "use --auth tokens"));
+  }
+  return AuthMode::kNone;
 }
 
 std::string DefaultWebDir() {
@@ -156,6 +208,13 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
          return ParseChoice("dtype", v, {"float32", "float16", "bfloat16"},
                             &options.extractor.dtype);
        }},
+      {"auth",
+       [&](const std::string& v) {
+         return ParseChoice("auth", v, {"tokens", "none"}, &options.auth);
+       }},
+      {"tls-cert", FileSetter("tls-cert", &options.tls_cert)},
+      {"tls-key", FileSetter("tls-key", &options.tls_key)},
+      {"tls-client-ca", FileSetter("tls-client-ca", &options.tls_client_ca)},
       {"log-level",
        [&](const std::string& v) {
          return ParseChoice("log-level", v, {"trace", "debug", "info", "warn", "error"},
@@ -194,6 +253,12 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
   }
   if (options.allow_roots.empty()) {
     return absl::InvalidArgumentError("at least one --allow-root DIR is required");
+  }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
   }
   return options;
 }

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/extractor.h"
+#include "server/access_control.h"
 
 namespace anisoscope::server {
 
@@ -30,6 +31,15 @@ struct ServerOptions {
   int max_attempts = 3;
   // --device, --dtype, --threads, --batch-size: how each worker's extractor runs.
   analysis::TorchExtractorOptions extractor;
+  // --auth: "tokens" (a bearer token on every call) or "none"; empty: tokens unless every
+  // listen address is loopback (see AuthModeFor).
+  std::string auth;
+  // --tls-cert, --tls-key: PEM files; serve gRPC and HTTP over TLS. Both or neither.
+  std::string tls_cert;
+  std::string tls_key;
+  // --tls-client-ca: PEM CA bundle; workers presenting a client certificate it signed are
+  // authenticated as workers without a token.
+  std::string tls_client_ca;
   // --log-level: trace, debug, info, warn, error.
   std::string log_level = "info";
   // --help: print the usage text and exit 0.
@@ -46,5 +56,12 @@ std::string ServerUsage();
 
 // <directory of the running executable>/../web (build/web for build/bin/anisoscope-server).
 std::string DefaultWebDir();
+
+// True when HOST of `host_port` is a loopback address (127.0.0.0/8, ::1, localhost).
+bool IsLoopback(const std::string& host_port);
+// The access mode of `options`: --auth when given, else tokens unless --listen and
+// --http-listen are both loopback. INVALID_ARGUMENT, saying why, for --auth none on an
+// address other hosts can reach.
+absl::StatusOr<AuthMode> AuthModeFor(const ServerOptions& options);
 
 }  // namespace anisoscope::server

@@ -4,7 +4,8 @@
 #include <utility>
 
 #include "common/grpc_status.h"
-#include "server/embedded_workers.h"
+#include "common/status_macros.h"
+#include "server/call_credentials.h"
 #include "server/unary_reactor.h"
 
 namespace anisoscope::server {
@@ -17,9 +18,7 @@ namespace pb = ::anisoscope::v1;
 class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
  public:
   LeaseWorkReactor(JobRunner* runner, pb::LeaseWorkResponse* response)
-      : runner_(runner),
-        response_(response),
-        ticket_(runner->NewLeaseTicket()) {}
+      : runner_(runner), response_(response), ticket_(runner->NewLeaseTicket()) {}
 
   // Touches nothing of `this` after Lease: the answer may finish the call, and OnDone
   // delete the reactor, before Lease returns.
@@ -57,37 +56,45 @@ class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
 
 }  // namespace
 
-bool WorkerServiceImpl::IsEmbeddedWorker(const grpc::CallbackServerContext& context) const {
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find(kEmbeddedWorkerKey);
-  return it != metadata.end() && !embedded_key_.empty() &&
-         std::string(it->second.data(), it->second.size()) == embedded_key_;
-}
-
 grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerContext* context,
                                                        const pb::LeaseWorkRequest* request,
                                                        pb::LeaseWorkResponse* response) {
+  const Credentials credentials = CallCredentials(*context, embedded_key_);
+  if (absl::Status status = access_->Authorize(credentials, Action::kWork).status(); !status.ok()) {
+    return Respond(context, status);
+  }
   auto* reactor = new LeaseWorkReactor(runner_, response);
-  reactor->Start(*request, IsEmbeddedWorker(*context));
+  reactor->Start(*request, credentials.embedded);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                        const pb::HeartbeatRequest* request,
                                                        pb::HeartbeatResponse* response) {
-  return Respond(context, runner_->Heartbeat(*request), response);
+  return RespondAuthorized(
+      *access_, context, Action::kWork, response,
+      [&](const Principal&) { return runner_->Heartbeat(*request); }, embedded_key_);
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteWork(grpc::CallbackServerContext* context,
                                                           const pb::CompleteWorkRequest* request,
                                                           pb::CompleteWorkResponse* response) {
-  return Respond(context, runner_->Complete(*request), response);
+  return RespondAuthorized(
+      *access_, context, Action::kWork, response,
+      [&](const Principal& caller) { return runner_->Complete(*request, caller.name); },
+      embedded_key_);
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::FailWork(grpc::CallbackServerContext* context,
                                                       const pb::FailWorkRequest* request,
-                                                      pb::FailWorkResponse* /*response*/) {
-  return Respond(context, runner_->Fail(*request));
+                                                      pb::FailWorkResponse* response) {
+  return RespondAuthorized(
+      *access_, context, Action::kWork, response,
+      [&](const Principal&) -> absl::StatusOr<pb::FailWorkResponse> {
+        RETURN_IF_ERROR(runner_->Fail(*request));
+        return pb::FailWorkResponse();
+      },
+      embedded_key_);
 }
 
 }  // namespace anisoscope::server

@@ -1,7 +1,9 @@
 // WorkerService adapter: hands the JobRunner's leases to workers and takes their
-// heartbeats, uploads and failures. Callback API: LeaseWork long-polls without holding a
-// thread (the runner answers the reactor when a unit or the deadline comes). `runner` is
-// not owned and outlives the grpc::Server.
+// heartbeats, uploads and failures. Every call is authorized for Action::kWork (a worker
+// or admin token, a verified client certificate, or the embedded workers' key). Callback
+// API: LeaseWork long-polls without holding a thread (the runner answers the reactor when a
+// unit or the deadline comes). `runner` and `access` are not owned and outlive the
+// grpc::Server.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -10,6 +12,7 @@
 #include <utility>
 
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
+#include "server/access_control.h"
 #include "server/job_runner.h"
 
 namespace anisoscope::server {
@@ -18,8 +21,8 @@ class WorkerServiceImpl final : public ::anisoscope::v1::WorkerService::Callback
  public:
   // Calls whose kEmbeddedWorkerKey metadata equals `embedded_key` come from the server's
   // embedded workers.
-  WorkerServiceImpl(JobRunner* runner, std::string embedded_key)
-      : runner_(runner), embedded_key_(std::move(embedded_key)) {}
+  WorkerServiceImpl(JobRunner* runner, AccessControl* access, std::string embedded_key)
+      : runner_(runner), access_(access), embedded_key_(std::move(embedded_key)) {}
 
   grpc::ServerUnaryReactor* LeaseWork(grpc::CallbackServerContext* context,
                                       const ::anisoscope::v1::LeaseWorkRequest* request,
@@ -35,9 +38,8 @@ class WorkerServiceImpl final : public ::anisoscope::v1::WorkerService::Callback
                                      ::anisoscope::v1::FailWorkResponse* response) override;
 
  private:
-  bool IsEmbeddedWorker(const grpc::CallbackServerContext& context) const;
-
   JobRunner* const runner_;
+  AccessControl* const access_;
   const std::string embedded_key_;
 };
 

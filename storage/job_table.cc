@@ -42,6 +42,7 @@ absl::StatusOr<JobRecord> JobFromRow(const Statement& row) {
   job.error = row.ColumnText(3);
   job.created_at = row.ColumnText(4);
   job.updated_at = row.ColumnText(5);
+  job.spec.ns = row.ColumnText(6);
   return job;
 }
 
@@ -77,7 +78,7 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
 }
 
 constexpr char kSelectJobs[] =
-    "SELECT id, spec_json, state, error, created_at, updated_at FROM jobs ";
+    "SELECT id, spec_json, state, error, created_at, updated_at, namespace FROM jobs ";
 
 }  // namespace
 
@@ -120,13 +121,14 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& text) {
 
 absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec) {
   if (spec.run.empty()) return absl::InvalidArgumentError("job spec has an empty run name");
+  if (spec.ns.empty()) return absl::InvalidArgumentError("job spec has an empty namespace");
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement insert,
-                   db->Prepare(absl::StrCat(
-                       "INSERT INTO jobs (run, spec_json, state, error, created_at, updated_at) "
-                       "VALUES (?, ?, 'queued', '', ",
-                       kNowSql, ", ", kNowSql, ")")));
-  RETURN_IF_ERROR(insert.BindAll(spec.run, JobSpecToJson(spec)));
+                   db->Prepare(absl::StrCat("INSERT INTO jobs (namespace, run, spec_json, state, "
+                                            "error, created_at, updated_at) "
+                                            "VALUES (?, ?, ?, 'queued', '', ",
+                                            kNowSql, ", ", kNowSql, ")")));
+  RETURN_IF_ERROR(insert.BindAll(spec.ns, spec.run, JobSpecToJson(spec)));
   RETURN_IF_ERROR(insert.Run());
   const int64_t id = db->LastInsertRowId();
 
@@ -157,12 +159,13 @@ absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id) {
   return job;
 }
 
-absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit,
+absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit, const std::string& ns,
                                                     const std::string& run) {
-  ASSIGN_OR_RETURN(Statement select,
-                   db->Prepare(absl::StrCat(kSelectJobs, "WHERE ?1 = '' OR run = ?1 ",
-                                            "ORDER BY id DESC LIMIT ?2")));
-  RETURN_IF_ERROR(select.BindAll(run, limit > 0 ? static_cast<int64_t>(limit) : int64_t{-1}));
+  ASSIGN_OR_RETURN(
+      Statement select,
+      db->Prepare(absl::StrCat(kSelectJobs, "WHERE namespace = ?1 AND (?2 = '' OR run = ?2) ",
+                               "ORDER BY id DESC LIMIT ?3")));
+  RETURN_IF_ERROR(select.BindAll(ns, run, limit > 0 ? static_cast<int64_t>(limit) : int64_t{-1}));
   std::vector<JobRecord> jobs;
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
@@ -203,11 +206,10 @@ absl::Status UpdateCheckpointInTransaction(SqliteDb* db, int64_t job_id,
                    db->Prepare("UPDATE checkpoints SET state = ?, error = ?, probe_id = ?, "
                                "seconds = ?, size_bytes = ?, attempt = ?, lease_id = ?, "
                                "lease_local = ?, worker = ? WHERE job_id = ? AND step = ?"));
-  RETURN_IF_ERROR(update.BindAll(StepStateName(checkpoint.state), checkpoint.error,
-                                 checkpoint.probe_id, checkpoint.seconds, checkpoint.size_bytes,
-                                 checkpoint.attempt, checkpoint.lease_id,
-                                 int64_t{checkpoint.lease_local ? 1 : 0}, checkpoint.worker, job_id,
-                                 checkpoint.step));
+  RETURN_IF_ERROR(update.BindAll(
+      StepStateName(checkpoint.state), checkpoint.error, checkpoint.probe_id, checkpoint.seconds,
+      checkpoint.size_bytes, checkpoint.attempt, checkpoint.lease_id,
+      int64_t{checkpoint.lease_local ? 1 : 0}, checkpoint.worker, job_id, checkpoint.step));
   RETURN_IF_ERROR(update.Run());
   if (db->Changes() == 0) {
     RETURN_IF_ERROR(GetJobFromDb(db, job_id).status());
@@ -223,9 +225,9 @@ absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpo
   return transaction.Commit();
 }
 
-absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
-                                          const std::string& lease_id, JobCheckpoint checkpoint,
-                                          const StepResult& result, bool replace) {
+absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id, const std::string& lease_id,
+                                          JobCheckpoint checkpoint, const StepResult& result,
+                                          bool replace) {
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement select,
                    db->Prepare("SELECT lease_id FROM checkpoints WHERE job_id = ? AND step = ?"));

@@ -25,8 +25,9 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& json);
 absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec);
 // NOT_FOUND "job 42 not found".
 absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id);
-// Most recent first; `limit` <= 0 means all.
-absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit,
+// Namespace `ns`'s jobs (only `run`'s unless it is empty), most recent first; `limit` <= 0
+// means all.
+absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit, const std::string& ns,
                                                     const std::string& run);
 // Queued or running jobs, oldest first.
 absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
@@ -34,10 +35,11 @@ absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
 absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error);
 absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint);
 // Ends lease `lease_id` of `checkpoint.step` in one transaction: writes `result` (a step
-// already stored makes the checkpoint skipped unless `replace`) and stores `checkpoint`. FAILED_PRECONDITION, changing nothing, when the lease is not the current
-// one. Returns the checkpoint's final state.
-absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
-                                          const std::string& lease_id, JobCheckpoint checkpoint,
-                                          const StepResult& result, bool replace);
+// already stored makes the checkpoint skipped unless `replace`) and stores `checkpoint`.
+// FAILED_PRECONDITION, changing nothing, when the lease is not the current one. Returns the
+// checkpoint's final state.
+absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id, const std::string& lease_id,
+                                          JobCheckpoint checkpoint, const StepResult& result,
+                                          bool replace);
 
 }  // namespace anisoscope::storage

@@ -1,12 +1,14 @@
 // MetricsStore: the SQLite database (one file, WAL) shared by a team.
 //
-// Holds runs, probes, jobs and their checkpoints, scalar series keyed by
-// (run, probe, metric, step, layer, head), and Q/K mean vectors. The schema is versioned
+// Holds runs (each in a namespace), probes, jobs and their checkpoints, scalar series keyed
+// by (namespace, run, probe, metric, step, layer, head), Q/K mean vectors, and who may do
+// what: token hashes, each namespace's allowed roots and the audit log. The schema is versioned
 // with PRAGMA user_version and migrated on Open. Thread-safe: calls are serialized on one
 // connection. Every call blocks on SQLite I/O.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,22 +26,25 @@ class MetricsStore {
     std::string path;
     // How long a call waits for another process's write lock, in milliseconds.
     int busy_timeout_ms = 5000;
+    // Run PRAGMA integrity_check on open and refuse a damaged file (DATA_LOSS).
+    bool check_integrity = false;
   };
 
   static absl::StatusOr<std::unique_ptr<MetricsStore>> Open(const Options& options);
   virtual ~MetricsStore();
 
   // ---- Results ----
-  // True when (run, probe_id, step) is stored.
-  virtual absl::StatusOr<bool> HasStep(const std::string& run, const std::string& probe_id,
-                                       int64_t step) = 0;
+  // True when (ns, run, probe_id, step) is stored.
+  virtual absl::StatusOr<bool> HasStep(const std::string& ns, const std::string& run,
+                                       const std::string& probe_id, int64_t step) = 0;
   // Writes all of a step in one transaction (run and probe created on first use). An
   // already stored step is replaced when `replace`, else ALREADY_EXISTS; either way a
   // step is stored whole or not at all.
   virtual absl::Status WriteStep(const StepResult& result, bool replace) = 0;
 
   // ---- Queries ----
-  virtual absl::StatusOr<std::vector<RunInfo>> ListRuns() = 0;
+  // Namespace `ns`'s runs by name.
+  virtual absl::StatusOr<std::vector<RunInfo>> ListRuns(const std::string& ns) = 0;
   // NOT_FOUND for an unknown run or probe; INVALID_ARGUMENT for an unknown metric (the
   // message lists the stored ones); FAILED_PRECONDITION when probe_id is empty and the run
   // has several probes (the message lists them).
@@ -51,8 +56,10 @@ class MetricsStore {
   virtual absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) = 0;
   // NOT_FOUND for an unknown id.
   virtual absl::StatusOr<JobRecord> GetJob(int64_t id) = 0;
-  // Most recent first, at most `limit` (<= 0: all); only `run`'s jobs unless it is empty.
-  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& run) = 0;
+  // Namespace `ns`'s jobs, most recent first, at most `limit` (<= 0: all); only `run`'s
+  // jobs unless it is empty.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& ns,
+                                                          const std::string& run) = 0;
   // Ids of jobs left queued or running (to resume after a restart), oldest first.
   virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
   virtual absl::Status SetJobState(int64_t id, JobState state, const std::string& error) = 0;
@@ -63,6 +70,18 @@ class MetricsStore {
   virtual absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,
                                                 const JobCheckpoint& checkpoint,
                                                 const StepResult& result, bool replace) = 0;
+
+  // ---- Access (storage/access_tables.h) ----
+  virtual absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& token) = 0;
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(bool active_only) = 0;
+  virtual absl::StatusOr<TokenRecord> RevokeToken(const std::string& name) = 0;
+  virtual absl::Status TouchToken(int64_t id) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> NamespaceRoots(const std::string& ns) = 0;
+  virtual absl::Status SetNamespaceRoots(const std::string& ns,
+                                         const std::vector<std::string>& roots) = 0;
+  virtual absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoots() = 0;
+  virtual absl::Status AppendAudit(const AuditEntry& entry) = 0;
+  virtual absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) = 0;
 
  protected:
   MetricsStore() = default;

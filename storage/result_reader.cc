@@ -37,13 +37,15 @@ absl::StatusOr<std::vector<std::string>> TextColumn(SqliteDb* db, const char* sq
   return out;
 }
 
-absl::StatusOr<int64_t> RunId(SqliteDb* db, const std::string& run) {
-  ASSIGN_OR_RETURN(Statement select, db->Prepare("SELECT id FROM runs WHERE name = ?"));
-  RETURN_IF_ERROR(select.BindAll(run));
+// The id of run `run` of namespace `ns`; NOT_FOUND lists only that namespace's runs.
+absl::StatusOr<int64_t> RunId(SqliteDb* db, const std::string& ns, const std::string& run) {
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT id FROM runs WHERE namespace = ? AND name = ?"));
+  RETURN_IF_ERROR(select.BindAll(ns, run));
   ASSIGN_OR_RETURN(const bool found, select.Step());
   if (found) return select.ColumnInt64(0);
   ASSIGN_OR_RETURN(const std::vector<std::string> runs,
-                   TextColumn(db, "SELECT name FROM runs ORDER BY name"));
+                   TextColumn(db, "SELECT name FROM runs WHERE namespace = ? ORDER BY name", ns));
   return absl::NotFoundError(
       absl::StrCat("run '", run, "' not found; known runs: ", ListNames(runs)));
 }
@@ -79,12 +81,11 @@ int64_t ToStep(const std::optional<int64_t>& step) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db) {
-  ASSIGN_OR_RETURN(
-      Statement runs,
-      db->Prepare(
-          "SELECT id, name, model_family, num_layers, num_heads, head_dim, created_at FROM runs "
-          "ORDER BY name"));
+absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns) {
+  ASSIGN_OR_RETURN(Statement runs,
+                   db->Prepare("SELECT id, name, model_family, num_layers, num_heads, head_dim, "
+                               "created_at FROM runs WHERE namespace = ? ORDER BY name"));
+  RETURN_IF_ERROR(runs.BindAll(ns));
   ASSIGN_OR_RETURN(
       Statement probes,
       db->Prepare("SELECT id, description, num_samples, num_tokens FROM probes WHERE id IN "
@@ -97,6 +98,7 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db) {
     if (!row) break;
     const int64_t run_id = runs.ColumnInt64(0);
     RunInfo& info = out.emplace_back();
+    info.ns = ns;
     info.name = runs.ColumnText(1);
     info.model_family = runs.ColumnText(2);
     info.num_layers = runs.ColumnInt(3);
@@ -127,7 +129,7 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db) {
 }
 
 absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query) {
-  ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.run));
+  ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.ns, query.run));
   SeriesResult result;
   ASSIGN_OR_RETURN(result.probe_id, ResolveProbe(db, run_id, query.run, query.probe_id));
 
@@ -172,7 +174,7 @@ absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& qu
 }
 
 absl::StatusOr<VectorResult> QueryVectorsInDb(SqliteDb* db, const VectorQuery& query) {
-  ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.run));
+  ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.ns, query.run));
   VectorResult result;
   ASSIGN_OR_RETURN(result.probe_id, ResolveProbe(db, run_id, query.run, query.probe_id));
 

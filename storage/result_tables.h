@@ -16,9 +16,9 @@
 
 namespace anisoscope::storage {
 
-// True when (run, probe_id, step) is stored.
-absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& run, const std::string& probe_id,
-                                 int64_t step);
+// True when (ns, run, probe_id, step) is stored.
+absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& ns, const std::string& run,
+                                 const std::string& probe_id, int64_t step);
 
 // Writes a whole step in one BEGIN IMMEDIATE transaction; on any error nothing changes.
 // INVALID_ARGUMENT for an empty run/probe/metric name or an architecture that differs
@@ -27,8 +27,8 @@ absl::Status WriteStepToDb(SqliteDb* db, const StepResult& result, bool replace)
 // The same inside the caller's transaction (which a failure leaves to be rolled back).
 absl::Status WriteStepInTransaction(SqliteDb* db, const StepResult& result, bool replace);
 
-// Every run by name, with its probes and distinct steps.
-absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db);
+// Every run of namespace `ns` by name, with its probes and distinct steps.
+absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns);
 
 // See MetricsStore::QuerySeries / QueryVectors.
 absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query);

@@ -12,6 +12,10 @@ namespace {
 
 absl::Status Validate(const StepResult& result) {
   if (result.run.empty()) return absl::InvalidArgumentError("step result has an empty run name");
+  if (result.ns.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", result.step, " of run ", result.run, " has an empty namespace"));
+  }
   if (result.probe.id.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("step ", result.step, " of run ", result.run, " has an empty probe id"));
@@ -37,11 +41,10 @@ std::string Architecture(const std::string& family, int layers, int heads, int h
 
 // The run's id, inserting it on first use; INVALID_ARGUMENT on an architecture mismatch.
 absl::StatusOr<int64_t> UpsertRun(SqliteDb* db, const StepResult& result) {
-  ASSIGN_OR_RETURN(
-      Statement select,
-      db->Prepare(
-          "SELECT id, model_family, num_layers, num_heads, head_dim FROM runs WHERE name = ?"));
-  RETURN_IF_ERROR(select.BindAll(result.run));
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT id, model_family, num_layers, num_heads, head_dim FROM runs "
+                               "WHERE namespace = ? AND name = ?"));
+  RETURN_IF_ERROR(select.BindAll(result.ns, result.run));
   ASSIGN_OR_RETURN(const bool found, select.Step());
   if (found) {
     const std::string stored = Architecture(select.ColumnText(1), select.ColumnInt(2),
@@ -55,11 +58,11 @@ absl::StatusOr<int64_t> UpsertRun(SqliteDb* db, const StepResult& result) {
     return select.ColumnInt64(0);
   }
   ASSIGN_OR_RETURN(Statement insert,
-                   db->Prepare(absl::StrCat("INSERT INTO runs (name, model_family, num_layers, "
-                                            "num_heads, head_dim, created_at) VALUES "
-                                            "(?, ?, ?, ?, ?, ",
+                   db->Prepare(absl::StrCat("INSERT INTO runs (namespace, name, model_family, "
+                                            "num_layers, num_heads, head_dim, created_at) VALUES "
+                                            "(?, ?, ?, ?, ?, ?, ",
                                             kNowSql, ")")));
-  RETURN_IF_ERROR(insert.BindAll(result.run, result.model_family, result.num_layers,
+  RETURN_IF_ERROR(insert.BindAll(result.ns, result.run, result.model_family, result.num_layers,
                                  result.num_heads, result.head_dim));
   RETURN_IF_ERROR(insert.Run());
   return db->LastInsertRowId();
@@ -159,12 +162,13 @@ absl::Status InsertVectors(SqliteDb* db, int64_t step_id, const StepResult& resu
 
 }  // namespace
 
-absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& run, const std::string& probe_id,
-                                 int64_t step) {
-  ASSIGN_OR_RETURN(Statement select,
-                   db->Prepare("SELECT 1 FROM steps s JOIN runs r ON r.id = s.run_id "
-                               "WHERE r.name = ? AND s.probe_id = ? AND s.step = ?"));
-  RETURN_IF_ERROR(select.BindAll(run, probe_id, step));
+absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& ns, const std::string& run,
+                                 const std::string& probe_id, int64_t step) {
+  ASSIGN_OR_RETURN(
+      Statement select,
+      db->Prepare("SELECT 1 FROM steps s JOIN runs r ON r.id = s.run_id "
+                  "WHERE r.namespace = ? AND r.name = ? AND s.probe_id = ? AND s.step = ?"));
+  RETURN_IF_ERROR(select.BindAll(ns, run, probe_id, step));
   return select.Step();
 }
 

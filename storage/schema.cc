@@ -98,21 +98,63 @@ ALTER TABLE checkpoints ADD COLUMN lease_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE checkpoints ADD COLUMN lease_local INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE checkpoints ADD COLUMN worker TEXT NOT NULL DEFAULT '';
 )sql",
+      // 4: a team's database. Runs and jobs belong to a namespace (existing ones to
+      // 'default'; run names are unique per namespace, so `runs` is rebuilt with foreign
+      // keys off); bearer tokens stored as SHA-256 hashes (one active token per name);
+      // allowed roots per namespace; the audit log.
+      R"sql(
+CREATE TABLE runs_v4 (
+  id INTEGER PRIMARY KEY,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  model_family TEXT NOT NULL,
+  num_layers INTEGER NOT NULL,
+  num_heads INTEGER NOT NULL,
+  head_dim INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE (namespace, name)
+);
+INSERT INTO runs_v4 (id, namespace, name, model_family, num_layers, num_heads, head_dim,
+                     created_at)
+  SELECT id, 'default', name, model_family, num_layers, num_heads, head_dim, created_at
+  FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v4 RENAME TO runs;
+ALTER TABLE jobs ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+CREATE INDEX jobs_by_namespace ON jobs (namespace, id);
+CREATE TABLE tokens (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('reader', 'writer', 'worker', 'admin')),
+  sha256 TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL,
+  last_used_at TEXT NOT NULL DEFAULT '',
+  revoked_at TEXT NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX tokens_active_name ON tokens (name) WHERE revoked_at = '';
+CREATE TABLE namespace_roots (
+  namespace TEXT NOT NULL,
+  root TEXT NOT NULL,
+  PRIMARY KEY (namespace, root)
+) WITHOUT ROWID;
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY,
+  at TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT ''
+);
+)sql",
   };
   return *migrations;
 }
 
-}  // namespace
-
-int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
-
-absl::Status MigrateSchema(SqliteDb* db, int target_version) {
+// Applies the migrations from the file's version up to `target_version` in one transaction.
+absl::Status MigrateInTransaction(SqliteDb* db, int target_version) {
   const int latest = LatestSchemaVersion();
-  if (target_version < 0) target_version = latest;
-  if (target_version > latest) {
-    return absl::InvalidArgumentError(absl::StrCat("schema version ", target_version,
-                                                   " requested; this build knows up to ", latest));
-  }
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(const int64_t current, db->QueryInt64("PRAGMA user_version"));
   if (current > latest) {
@@ -128,8 +170,35 @@ absl::Status MigrateSchema(SqliteDb* db, int target_version) {
                                                       " failed: ", status.message()));
     }
   }
+  ASSIGN_OR_RETURN(Statement check, db->Prepare("PRAGMA foreign_key_check"));
+  ASSIGN_OR_RETURN(const bool dangling, check.Step());
+  if (dangling) {
+    return absl::DataLossError(absl::StrCat("schema migration of ", db->path(), " to version ",
+                                            target_version, " left a dangling reference in table ",
+                                            check.ColumnText(0)));
+  }
   RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA user_version = ", target_version)));
   return transaction.Commit();
+}
+
+}  // namespace
+
+int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+absl::Status MigrateSchema(SqliteDb* db, int target_version) {
+  const int latest = LatestSchemaVersion();
+  if (target_version < 0) target_version = latest;
+  if (target_version > latest) {
+    return absl::InvalidArgumentError(absl::StrCat("schema version ", target_version,
+                                                   " requested; this build knows up to ", latest));
+  }
+  // Migrations that rebuild a table need foreign keys off (a DROP TABLE would otherwise
+  // cascade); the pragma is a no-op inside a transaction, so it is set around it and the
+  // keys are checked before the commit.
+  RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=OFF"));
+  const absl::Status status = MigrateInTransaction(db, target_version);
+  RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
+  return status;
 }
 
 }  // namespace anisoscope::storage

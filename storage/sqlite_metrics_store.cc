@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "storage/access_tables.h"
+#include "storage/backup.h"
 #include "storage/job_table.h"
 #include "storage/result_tables.h"
 #include "storage/schema.h"
@@ -32,14 +34,15 @@ absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> SqliteMetricsStore::Create(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
                    SqliteDb::Open({options.path, options.busy_timeout_ms}));
+  if (options.check_integrity) RETURN_IF_ERROR(CheckIntegrity(db.get()));
   RETURN_IF_ERROR(MigrateSchema(db.get()));
   return std::unique_ptr<SqliteMetricsStore>(new SqliteMetricsStore(std::move(db)));
 }
 
-absl::StatusOr<bool> SqliteMetricsStore::HasStep(const std::string& run,
+absl::StatusOr<bool> SqliteMetricsStore::HasStep(const std::string& ns, const std::string& run,
                                                  const std::string& probe_id, int64_t step) {
   absl::MutexLock lock(&mu_);
-  return HasStepInDb(db_.get(), run, probe_id, step);
+  return HasStepInDb(db_.get(), ns, run, probe_id, step);
 }
 
 absl::Status SqliteMetricsStore::WriteStep(const StepResult& result, bool replace) {
@@ -47,9 +50,9 @@ absl::Status SqliteMetricsStore::WriteStep(const StepResult& result, bool replac
   return WriteStepToDb(db_.get(), result, replace);
 }
 
-absl::StatusOr<std::vector<RunInfo>> SqliteMetricsStore::ListRuns() {
+absl::StatusOr<std::vector<RunInfo>> SqliteMetricsStore::ListRuns(const std::string& ns) {
   absl::MutexLock lock(&mu_);
-  return ListRunsInDb(db_.get());
+  return ListRunsInDb(db_.get(), ns);
 }
 
 absl::StatusOr<SeriesResult> SqliteMetricsStore::QuerySeries(const SeriesQuery& query) {
@@ -73,9 +76,10 @@ absl::StatusOr<JobRecord> SqliteMetricsStore::GetJob(int64_t id) {
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteMetricsStore::ListJobs(int limit,
+                                                                    const std::string& ns,
                                                                     const std::string& run) {
   absl::MutexLock lock(&mu_);
-  return ListJobsInDb(db_.get(), limit, run);
+  return ListJobsInDb(db_.get(), limit, ns, run);
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteMetricsStore::UnfinishedJobs() {
@@ -99,6 +103,53 @@ absl::StatusOr<StepState> SqliteMetricsStore::FinishLease(int64_t job_id,
                                                           const StepResult& result, bool replace) {
   absl::MutexLock lock(&mu_);
   return FinishLeaseInDb(db_.get(), job_id, lease_id, checkpoint, result, replace);
+}
+
+absl::StatusOr<TokenRecord> SqliteMetricsStore::CreateToken(const TokenRecord& token) {
+  absl::MutexLock lock(&mu_);
+  return CreateTokenInDb(db_.get(), token);
+}
+
+absl::StatusOr<std::vector<TokenRecord>> SqliteMetricsStore::ListTokens(bool active_only) {
+  absl::MutexLock lock(&mu_);
+  return ListTokensInDb(db_.get(), active_only);
+}
+
+absl::StatusOr<TokenRecord> SqliteMetricsStore::RevokeToken(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return RevokeTokenInDb(db_.get(), name);
+}
+
+absl::Status SqliteMetricsStore::TouchToken(int64_t id) {
+  absl::MutexLock lock(&mu_);
+  return TouchTokenInDb(db_.get(), id);
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteMetricsStore::NamespaceRoots(const std::string& ns) {
+  absl::MutexLock lock(&mu_);
+  return NamespaceRootsInDb(db_.get(), ns);
+}
+
+absl::Status SqliteMetricsStore::SetNamespaceRoots(const std::string& ns,
+                                                   const std::vector<std::string>& roots) {
+  absl::MutexLock lock(&mu_);
+  return SetNamespaceRootsInDb(db_.get(), ns, roots);
+}
+
+absl::StatusOr<std::map<std::string, std::vector<std::string>>>
+SqliteMetricsStore::ListNamespaceRoots() {
+  absl::MutexLock lock(&mu_);
+  return ListNamespaceRootsInDb(db_.get());
+}
+
+absl::Status SqliteMetricsStore::AppendAudit(const AuditEntry& entry) {
+  absl::MutexLock lock(&mu_);
+  return AppendAuditInDb(db_.get(), entry);
+}
+
+absl::StatusOr<std::vector<AuditEntry>> SqliteMetricsStore::ListAudit(int limit) {
+  absl::MutexLock lock(&mu_);
+  return ListAuditInDb(db_.get(), limit);
 }
 
 }  // namespace anisoscope::storage

@@ -19,24 +19,36 @@ class SqliteMetricsStore : public MetricsStore {
   // Creates the file (and its directory) when missing and migrates the schema.
   static absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> Create(const Options& options);
 
-  absl::StatusOr<bool> HasStep(const std::string& run, const std::string& probe_id,
-                               int64_t step) override;
+  absl::StatusOr<bool> HasStep(const std::string& ns, const std::string& run,
+                               const std::string& probe_id, int64_t step) override;
   absl::Status WriteStep(const StepResult& result, bool replace) override;
 
-  absl::StatusOr<std::vector<RunInfo>> ListRuns() override;
+  absl::StatusOr<std::vector<RunInfo>> ListRuns(const std::string& ns) override;
   absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) override;
   absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) override;
 
   absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) override;
   absl::StatusOr<JobRecord> GetJob(int64_t id) override;
   // `limit` <= 0 lists every job.
-  absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& run) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& ns,
+                                                  const std::string& run) override;
   absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() override;
   absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
   absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;
   absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,
                                         const JobCheckpoint& checkpoint, const StepResult& result,
                                         bool replace) override;
+
+  absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& token) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(bool active_only) override;
+  absl::StatusOr<TokenRecord> RevokeToken(const std::string& name) override;
+  absl::Status TouchToken(int64_t id) override;
+  absl::StatusOr<std::vector<std::string>> NamespaceRoots(const std::string& ns) override;
+  absl::Status SetNamespaceRoots(const std::string& ns,
+                                 const std::vector<std::string>& roots) override;
+  absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoots() override;
+  absl::Status AppendAudit(const AuditEntry& entry) override;
+  absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) override;
 
  private:
   explicit SqliteMetricsStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}

@@ -32,6 +32,9 @@ struct ProbeInfo {
   int64_t num_tokens = 0;
 };
 
+// The namespace of databases made before namespaces existed, and of servers without tokens.
+inline constexpr char kDefaultNamespace[] = "default";
+
 // All results of one checkpoint for one probe: written in one transaction.
 struct StepResult {
   std::string run;
@@ -46,9 +49,11 @@ struct StepResult {
   double seconds = 0;
   std::vector<ScalarValue> scalars;
   std::vector<VectorValue> vectors;
+  std::string ns = kDefaultNamespace;  // the run's namespace
 };
 
 struct RunInfo {
+  std::string ns;
   std::string name;
   std::string model_family;
   int num_layers = 0;
@@ -68,6 +73,7 @@ struct SeriesQuery {
   std::optional<int64_t> from_step;   // inclusive
   std::optional<int64_t> to_step;     // inclusive
   std::optional<int64_t> after_step;  // exclusive lower bound (incremental polling)
+  std::string ns = kDefaultNamespace;
 };
 
 struct SeriesPoint {
@@ -90,6 +96,7 @@ struct VectorQuery {
   int head = 0;
   std::optional<int64_t> from_step;
   std::optional<int64_t> to_step;
+  std::string ns = kDefaultNamespace;
 };
 
 struct VectorPoint {
@@ -128,6 +135,7 @@ struct JobSpec {
   int64_t seq_len = 0;                      // 0: the model's maximum
   bool force = false;                       // recompute steps already stored
   std::vector<CheckpointSpec> checkpoints;  // ascending step
+  std::string ns = kDefaultNamespace;       // the run's namespace
 };
 
 // One checkpoint of a job (the `checkpoints` table).
@@ -139,10 +147,10 @@ struct JobCheckpoint {
   std::string error;
   std::string probe_id;
   double seconds = 0;
-  int attempt = 0;          // leases of this step that counted (1 while the first runs)
-  std::string lease_id;     // the current lease; empty when none
-  bool lease_local = false; // the lease is held by one of the server's embedded workers
-  std::string worker;       // the latest lease holder's name
+  int attempt = 0;           // leases of this step that counted (1 while the first runs)
+  std::string lease_id;      // the current lease; empty when none
+  bool lease_local = false;  // the lease is held by one of the server's embedded workers
+  std::string worker;        // the latest lease holder's name
 };
 
 struct JobRecord {
@@ -153,6 +161,31 @@ struct JobRecord {
   std::vector<JobCheckpoint> checkpoints;  // ascending step
   std::string created_at;
   std::string updated_at;
+};
+
+// ---- Access --------------------------------------------------------------------------
+
+// A bearer token as stored: never the token itself, only its SHA-256.
+struct TokenRecord {
+  int64_t id = 0;
+  std::string name;  // unique among active tokens, e.g. "alice-laptop"
+  std::string ns;
+  std::string role;    // "reader", "writer", "worker" or "admin"
+  std::string sha256;  // 64 lowercase hex digits
+  std::string created_at;
+  std::string last_used_at;  // empty: never used
+  std::string revoked_at;    // empty: active
+};
+
+// One line of the audit log.
+struct AuditEntry {
+  int64_t id = 0;
+  std::string at;     // ISO 8601 UTC; set by the store
+  std::string actor;  // a token's name, a worker, or "host:USER" for commands on the host
+  std::string ns;
+  std::string action;  // "submit", "cancel", "complete", "token.create", "token.revoke", ...
+  std::string target;  // e.g. "job 42", "job 42 step 1000", "token alice"
+  std::string detail;
 };
 
 }  // namespace anisoscope::storage

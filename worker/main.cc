@@ -14,6 +14,7 @@
 #include "common/logging.h"
 #include "common/message_limits.h"
 #include "common/path_policy.h"
+#include "common/tls_files.h"
 #include "worker/worker_loop.h"
 #include "worker/worker_options.h"
 
@@ -62,8 +63,10 @@ int main(int argc, char** argv) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(anisoscope::kMaxMessageBytes);
   arguments.SetMaxSendMessageSize(anisoscope::kMaxMessageBytes);
-  auto channel =
-      grpc::CreateCustomChannel(options.server, grpc::InsecureChannelCredentials(), arguments);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      anisoscope::ChannelCredentialsFromFiles(options.tls_ca, options.tls_cert, options.tls_key);
+  if (!credentials.ok()) return Fatal(credentials.status(), 2);
+  auto channel = grpc::CreateCustomChannel(options.server, *credentials, arguments);
   auto stub = anisoscope::v1::WorkerService::NewStub(channel);
 
   worker::WorkerLoop::Options loop_options;
@@ -71,6 +74,9 @@ int main(int argc, char** argv) {
   loop_options.info.set_device(options.extractor.device);
   loop_options.max_units = options.max_units;
   loop_options.idle_exit = absl::Seconds(options.idle_exit_seconds);
+  if (!options.token.empty()) {
+    loop_options.metadata.emplace_back("authorization", "Bearer " + options.token);
+  }
   worker::WorkerLoop loop(loop_options, stub.get(), &factory, policy->get());
 
   std::atomic<bool> finished{false};  // the loop ended by itself (--max-units, --idle-exit)
@@ -90,5 +96,5 @@ int main(int argc, char** argv) {
   pthread_kill(signals.native_handle(), SIGTERM);  // wakes the signal thread if still waiting
   signals.join();
   spdlog::info("worker {} exiting after {} unit(s)", options.name, units);
-  return 0;
+  return loop.refusal().ok() ? 0 : 1;
 }

@@ -45,6 +45,15 @@ int WorkerLoop::Run() {
     absl::StatusOr<pb::LeaseWorkResponse> response = client_.Lease(request);
     if (!response.ok()) {
       if (client_.stopped()) break;
+      if (absl::IsUnauthenticated(response.status()) ||
+          absl::IsPermissionDenied(response.status())) {
+        refusal_ = response.status();  // retrying would not change the server's mind
+        spdlog::error(
+            "worker {}: the server refuses this worker: {} (give it a worker token "
+            "with --token-file or $ANISOSCOPE_TOKEN)",
+            options_.info.name(), std::string(response.status().message()));
+        break;
+      }
       const absl::Duration backoff = Backoff(failures++);
       spdlog::warn("worker {}: cannot lease work: {}; retrying in {}", options_.info.name(),
                    response.status().ToString(),

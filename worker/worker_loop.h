@@ -37,12 +37,16 @@ class WorkerLoop {
   WorkerLoop(const Options& options, ::anisoscope::v1::WorkerService::StubInterface* stub,
              const ExtractorFactory* factory, const PathPolicy* policy);
 
-  // Leases and runs units until Stop, max_units or idle_exit; returns the units run.
+  // Leases and runs units until Stop, max_units, idle_exit or the server's refusal of this
+  // worker's credentials; returns the units run.
   int Run();
   void Stop() { client_.Stop(); }
+  // Why the server refused this worker (UNAUTHENTICATED, PERMISSION_DENIED); OK otherwise.
+  const absl::Status& refusal() const { return refusal_; }
 
  private:
   const Options options_;
+  absl::Status refusal_;
   WorkClient client_;
   UnitRunner runner_;
 };

@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/device_name.h"
 
@@ -69,6 +72,17 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
                  "exit 0 after this many seconds without work (batch systems); 0: never")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--token-file", options.token_file,
+                 "file holding this worker's bearer token, a worker token from 'anisoscope-server "
+                 "tokens create --role worker' (default: the token in $ANISOSCOPE_TOKEN)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-ca", options.tls_ca, "PEM CA of the server's certificate: connect over TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", options.tls_cert,
+                 "PEM client certificate (servers with --tls-client-ca take it instead of a token)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", options.tls_key, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
@@ -82,6 +96,18 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
     return parsed;
   }
   if (options.name.empty()) options.name = DefaultName();
+  if (!options.token_file.empty()) {
+    std::ifstream in(options.token_file);
+    std::getline(in, options.token);
+    options.token = std::string(absl::StripAsciiWhitespace(options.token));
+    if (options.token.empty()) {
+      parsed.exit = true;
+      parsed.exit_code = 2;
+      parsed.message = absl::StrCat("--token-file: ", options.token_file, " holds no token\n");
+    }
+  } else if (const char* token = std::getenv("ANISOSCOPE_TOKEN")) {
+    options.token = token;
+  }
   return parsed;
 }
 

@@ -24,6 +24,16 @@ struct WorkerOptions {
   int max_units = 0;
   // --idle-exit: exit 0 after this many seconds without work; 0: never.
   double idle_exit_seconds = 0;
+  // --token-file: a file holding this worker's bearer token (a worker or admin token);
+  // default $ANISOSCOPE_TOKEN; empty: none (--auth none, or a client certificate).
+  std::string token_file;
+  // The token itself, read from --token-file or $ANISOSCOPE_TOKEN.
+  std::string token;
+  // --tls-ca: PEM CA of the server's certificate: connect over TLS.
+  std::string tls_ca;
+  // --tls-cert, --tls-key: a client certificate for servers with --tls-client-ca.
+  std::string tls_cert;
+  std::string tls_key;
   // --log-level: trace, debug, info, warn, error.
   std::string log_level = "info";
 };

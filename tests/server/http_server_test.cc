@@ -320,14 +320,14 @@ TEST_F(HttpServerTest, IdleBrowserConnectionsNeitherStarveRequestsNorDelayShutdo
 }
 
 TEST(HttpServerCreateTest, BadOrBusyAddressesAreRefused) {
-  EXPECT_EQ(HttpServer::Create({"nonsense"}, nullptr, nullptr).status().code(),
+  EXPECT_EQ(HttpServer::Create({"nonsense"}, nullptr, nullptr, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(HttpServer::Create({"127.0.0.1:http"}, nullptr, nullptr).status().code(),
+  EXPECT_EQ(HttpServer::Create({"127.0.0.1:http"}, nullptr, nullptr, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
-  auto first = HttpServer::Create({"127.0.0.1:0"}, nullptr, nullptr);
+  auto first = HttpServer::Create({"127.0.0.1:0"}, nullptr, nullptr, nullptr);
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second =
-      HttpServer::Create({"127.0.0.1:" + std::to_string((*first)->port())}, nullptr, nullptr);
+  auto second = HttpServer::Create({"127.0.0.1:" + std::to_string((*first)->port())}, nullptr,
+                                   nullptr, nullptr);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
 }
 

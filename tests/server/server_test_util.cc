@@ -45,6 +45,7 @@ void ServerFixture::StartServer(int workers) {
   options.web_dir = web_dir_.string();
   options.lease_timeout_seconds = lease_timeout_seconds_;
   options.max_attempts = max_attempts_;
+  options.auth = auth_;
   auto server = AnisoscopeServer::Create(options, engine_->Factory());
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(server).value();

@@ -53,6 +53,8 @@ class ServerFixture : public ::testing::Test {
   // Set before StartServer: ServerOptions::lease_timeout_seconds and max_attempts.
   double lease_timeout_seconds_ = 60;
   int max_attempts_ = 3;
+  // Set before StartServer: ServerOptions::auth ("" leaves the loopback default, none).
+  std::string auth_;
   std::unique_ptr<FakeEngine> engine_;
   std::unique_ptr<AnisoscopeServer> server_;
   std::shared_ptr<grpc::Channel> channel_;

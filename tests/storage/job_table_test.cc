@@ -129,7 +129,7 @@ TEST_F(JobsTest, ListJobsIsMostRecentFirstAndUnfinishedOldestFirst) {
   ASSERT_OK(store_->SetJobState(ids[1], JobState::kSucceeded, ""));
   ASSERT_OK(store_->SetJobState(ids[2], JobState::kCancelled, ""));
 
-  auto recent = store_->ListJobs(3, "");
+  auto recent = store_->ListJobs(3, "default", "");
   ASSERT_OK(recent.status());
   ASSERT_EQ(recent->size(), 3u);
   EXPECT_EQ((*recent)[0].id, ids[3]);
@@ -137,7 +137,7 @@ TEST_F(JobsTest, ListJobsIsMostRecentFirstAndUnfinishedOldestFirst) {
   EXPECT_EQ((*recent)[2].id, ids[1]);
   EXPECT_EQ((*recent)[2].state, JobState::kSucceeded);
   EXPECT_EQ((*recent)[2].checkpoints.size(), 2u);
-  EXPECT_EQ(store_->ListJobs(0, "")->size(), 4u);
+  EXPECT_EQ(store_->ListJobs(0, "default", "")->size(), 4u);
 
   auto unfinished = store_->UnfinishedJobs();
   ASSERT_OK(unfinished.status());
@@ -151,14 +151,14 @@ TEST_F(JobsTest, ListJobsFiltersByRunInTheQuery) {
     ASSERT_OK(id.status());
     ids.push_back(*id);
   }
-  auto of_a = store_->ListJobs(2, "a");
+  auto of_a = store_->ListJobs(2, "default", "a");
   ASSERT_OK(of_a.status());
   ASSERT_EQ(of_a->size(), 2u);  // the limit counts only run a's jobs
   EXPECT_EQ((*of_a)[0].id, ids[3]);
   EXPECT_EQ((*of_a)[1].id, ids[2]);
-  EXPECT_EQ(store_->ListJobs(0, "a")->size(), 3u);
-  EXPECT_EQ(store_->ListJobs(0, "b")->size(), 1u);
-  EXPECT_TRUE(store_->ListJobs(0, "zzz")->empty());
+  EXPECT_EQ(store_->ListJobs(0, "default", "a")->size(), 3u);
+  EXPECT_EQ(store_->ListJobs(0, "default", "b")->size(), 1u);
+  EXPECT_TRUE(store_->ListJobs(0, "default", "zzz")->empty());
 }
 
 TEST_F(JobsTest, JobsSurviveAReopen) {

@@ -109,7 +109,7 @@ TEST_F(ResultsTest, ListRunsReportsArchitectureProbesAndDistinctSteps) {
   ASSERT_OK(store_->WriteStep(MakeStep("b", "p2", 20), false));
   ASSERT_OK(store_->WriteStep(MakeStep("b", "p1", 10), false));
   ASSERT_OK(store_->WriteStep(MakeStep("a", "p1", 5, 1, 1, 2), false));
-  auto runs = store_->ListRuns();
+  auto runs = store_->ListRuns("default");
   ASSERT_OK(runs.status());
   ASSERT_EQ(runs->size(), 2u);
   EXPECT_EQ((*runs)[0].name, "a");
@@ -266,10 +266,10 @@ TEST_F(ResultsTest, EmptyRunOrProbeIsInvalidArgument) {
 
 TEST_F(ResultsTest, HasStepSeesOnlyStoredSteps) {
   ASSERT_OK(store_->WriteStep(MakeStep("r", "p", 5), false));
-  EXPECT_TRUE(*store_->HasStep("r", "p", 5));
-  EXPECT_FALSE(*store_->HasStep("r", "p", 6));
-  EXPECT_FALSE(*store_->HasStep("r", "q", 5));
-  EXPECT_FALSE(*store_->HasStep("s", "p", 5));
+  EXPECT_TRUE(*store_->HasStep("default", "r", "p", 5));
+  EXPECT_FALSE(*store_->HasStep("default", "r", "p", 6));
+  EXPECT_FALSE(*store_->HasStep("default", "r", "q", 5));
+  EXPECT_FALSE(*store_->HasStep("default", "s", "p", 5));
 }
 
 TEST_F(ResultsTest, TwoStoresOnOneFileSeeEachOthersWrites) {
@@ -277,8 +277,8 @@ TEST_F(ResultsTest, TwoStoresOnOneFileSeeEachOthersWrites) {
   ASSERT_OK(other.status());
   ASSERT_OK(store_->WriteStep(MakeStep("r", "p", 1), false));
   ASSERT_OK((*other)->WriteStep(MakeStep("r", "p", 2), false));
-  EXPECT_TRUE(*(*other)->HasStep("r", "p", 1));
-  EXPECT_TRUE(*store_->HasStep("r", "p", 2));
+  EXPECT_TRUE(*(*other)->HasStep("default", "r", "p", 1));
+  EXPECT_TRUE(*store_->HasStep("default", "r", "p", 2));
   EXPECT_EQ(store_->WriteStep(MakeStep("r", "p", 2), false).code(),
             absl::StatusCode::kAlreadyExists);
 
@@ -293,7 +293,7 @@ TEST_F(ResultsTest, TwoStoresOnOneFileSeeEachOthersWrites) {
   });
   a.join();
   b.join();
-  auto runs = (*other)->ListRuns();
+  auto runs = (*other)->ListRuns("default");
   ASSERT_OK(runs.status());
   EXPECT_EQ((*runs)[0].steps.size(), 42u);
 }

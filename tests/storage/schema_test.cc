@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "storage/backup.h"
 #include "storage/metrics_store.h"
 #include "tests/storage/store_test_util.h"
 
@@ -39,10 +43,10 @@ TEST(SchemaTest, ReopeningKeepsDataAndVersion) {
   auto store = MetricsStore::Open({path});
   ASSERT_OK(store.status());
   EXPECT_EQ(RawCount(path, "PRAGMA user_version"), LatestSchemaVersion());
-  auto has = (*store)->HasStep("r", "p", 100);
+  auto has = (*store)->HasStep("default", "r", "p", 100);
   ASSERT_OK(has.status());
   EXPECT_TRUE(*has);
-  auto runs = (*store)->ListRuns();
+  auto runs = (*store)->ListRuns("default");
   ASSERT_OK(runs.status());
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ((*runs)[0].steps, std::vector<int64_t>{100});
@@ -91,6 +95,92 @@ TEST(SchemaTest, FileThatIsNotADatabaseFailsToOpen) {
   auto store = MetricsStore::Open({path});
   EXPECT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find(path), absl::string_view::npos) << store.status();
+}
+
+TEST(SchemaTest, VersionThreeRunsAndJobsMoveToTheDefaultNamespaceWithEveryStep) {
+  TempDir dir;
+  const std::string path = dir.File("metrics.db");
+  {
+    auto db = SqliteDb::Open({path});
+    ASSERT_OK(db.status());
+    ASSERT_OK(MigrateSchema(db->get(), 3));
+    ASSERT_OK((*db)->Exec(R"sql(
+INSERT INTO runs VALUES (7, 'bert', 'bert', 1, 1, 2, '2026-01-01T00:00:00Z');
+INSERT INTO probes VALUES ('p', 'probe', 2, 8);
+INSERT INTO steps VALUES (1, 7, 'p', 100, '/c/100', 10, 1.5, '2026-01-01T00:00:00Z');
+INSERT INTO steps VALUES (2, 7, 'p', 200, '/c/200', 10, 1.5, '2026-01-01T00:00:00Z');
+INSERT INTO metrics VALUES (1, 'qk_mean_cosine');
+INSERT INTO series VALUES (1, 1, 0, 0, 0.25), (2, 1, 0, 0, 0.5);
+INSERT INTO jobs (run, spec_json, state, created_at, updated_at)
+  VALUES ('bert', '{"run":"bert","checkpoints":[]}', 'succeeded', 'x', 'x');
+)sql"));
+  }
+  auto store = MetricsStore::Open({path});
+  ASSERT_OK(store.status());
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+  auto runs = (*store)->ListRuns(kDefaultNamespace);
+  ASSERT_OK(runs.status());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].name, "bert");
+  EXPECT_EQ((*runs)[0].steps, (std::vector<int64_t>{100, 200}));
+  auto series = (*store)->QuerySeries({"bert", "", "qk_mean_cosine"});
+  ASSERT_OK(series.status());
+  ASSERT_EQ(series->points.size(), 2u);
+  EXPECT_EQ(series->points[1].value, 0.5);
+  auto jobs = (*store)->ListJobs(0, kDefaultNamespace, "");
+  ASSERT_OK(jobs.status());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].spec.ns, kDefaultNamespace);
+  // Run names are unique per namespace now.
+  StepResult other = MakeStep("bert", "p", 100);
+  other.ns = "team-b";
+  EXPECT_OK((*store)->WriteStep(other, false));
+  EXPECT_EQ((*store)->ListRuns("team-b")->size(), 1u);
+}
+
+TEST(BackupTest, ACopyHoldsEveryStepAndPassesTheIntegrityCheck) {
+  TempDir dir;
+  const std::string path = dir.File("metrics.db");
+  auto store = MetricsStore::Open({path});
+  ASSERT_OK(store.status());
+  for (int64_t step : {1, 2, 3}) ASSERT_OK((*store)->WriteStep(MakeStep("r", "p", step), false));
+  const std::string copy = dir.File("backup.db");
+  ASSERT_OK(BackupDatabase(path, copy));
+  EXPECT_EQ(BackupDatabase(path, copy).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(BackupDatabase(dir.File("missing.db"), dir.File("b2.db")).code(),
+            absl::StatusCode::kNotFound);
+  MetricsStore::Options options{copy};
+  options.check_integrity = true;
+  auto restored = MetricsStore::Open(options);
+  ASSERT_OK(restored.status());
+  EXPECT_EQ((*restored)->ListRuns(kDefaultNamespace)->at(0).steps, (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST(BackupTest, ADamagedFileIsRefusedAtOpen) {
+  TempDir dir;
+  const std::string path = dir.File("metrics.db");
+  {
+    auto store = MetricsStore::Open({path});
+    ASSERT_OK(store.status());
+    for (int64_t step = 0; step < 40; ++step) {
+      ASSERT_OK((*store)->WriteStep(MakeStep("r", "p", step), false));
+    }
+  }
+  {
+    // Every page after the first (the schema) overwritten: the tables' b-trees are gone.
+    const auto size = static_cast<size_t>(std::filesystem::file_size(path));
+    ASSERT_GT(size, 4096u * 4);
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(4096);
+    file.write(std::string(size - 4096, '\x5a').data(), static_cast<std::streamsize>(size - 4096));
+  }
+  MetricsStore::Options options{path};
+  options.check_integrity = true;
+  auto store = MetricsStore::Open(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_NE(store.status().message().find("restore it from a backup"), absl::string_view::npos)
+      << store.status();
 }
 
 }  // namespace
