@@ -335,6 +335,31 @@ TEST_F(AccessTest, SubmitCancelAndTokensAreAudited) {
   EXPECT_EQ(audit.entries(1).namespace_(), "team-a");
 }
 
+TEST_F(AccessTest, ANamespaceReadsOnlyFromItsOwnRoots) {
+  const fs::path allowed = MakeCheckpoints("nlp", {1});
+  const fs::path other = MakeCheckpoints("vision", {1});
+  fs::copy_file(probe_, allowed / "probe.jsonl");
+  ASSERT_TRUE(server_->store().SetNamespaceRoots("team-a", {allowed.string()}).ok());
+  const auto submit = [this, &allowed](const fs::path& dir) {
+    grpc::ClientContext context;
+    Authorize(&context, Find("writer-a"));
+    pb::SubmitJobRequest request = DirRequest("x", dir);
+    request.mutable_probe()->set_path((allowed / "probe.jsonl").string());
+    pb::Job job;
+    return jobs_->SubmitJob(&context, request, &job);
+  };
+  EXPECT_TRUE(submit(allowed).ok());
+  const grpc::Status refused = submit(other);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("checkpoints_dir"), std::string::npos)
+      << refused.error_message();
+  ASSERT_TRUE(server_->store().SetNamespaceRoots("team-a", {outside_.string()}).ok());
+  const grpc::Status outside = submit(allowed);
+  EXPECT_EQ(outside.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(outside.error_message().find("outside the server's --allow-root"), std::string::npos)
+      << outside.error_message();
+}
+
 TEST(AccessModeTest, NoTokensOnlyOnLoopback) {
   ServerOptions options;
   options.listen = "127.0.0.1:0";

@@ -3,10 +3,12 @@
 // (playwright-core) and checks every view from the page's read-only state
 // (window.__anisoscope), a tooltip and the CSV download against the HTTP API; then stores
 // step 400 and checks that polling picks it up without a reload. Screenshots of every view
-// go to $ANISOSCOPE_SCREENSHOTS. Exit 0 pass, 1 fail, 77 skip (no chromium/playwright-core).
+// go to $ANISOSCOPE_SCREENSHOTS. The server runs with tokens (--auth tokens): the CLI uses a
+// writer's, and the page asks for a reader's once (a prompt) and keeps it across polls.
+// Exit 0 pass, 1 fail, 77 skip (no chromium/playwright-core).
 //   ANISOSCOPE_FIXTURES=build/fixtures ANISOSCOPE_BIN=build/bin node tests/web/dashboard_test.mjs
 
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -56,13 +58,23 @@ check(fs.existsSync(path.join(webDir, 'index.html')),
   `${webDir}/index.html is missing: run scripts/setup.sh (npm ci in web/), then rebuild`);
 
 const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'anisoscope-browser-'));
+const DB = path.join(temp, 'test.db');
 let server = null;
 let browser = null;
+
+// A new token of `role`, made on the "host" as an admin would.
+function makeToken(name, role) {
+  return execFileSync(path.join(BIN, 'anisoscope-server'),
+    ['tokens', 'create', '--db', DB, '--name', name, '--role', role], { stdio: ['ignore', 'pipe', 'ignore'] })
+    .toString().trim();
+}
+const WRITER = makeToken('browser-test-cli', 'writer');
+const READER = makeToken('browser-test-page', 'reader');
 
 // Starts the server; resolves {grpc, url} from its "listening on" / "dashboard at" lines.
 function startServer() {
   server = spawn(path.join(BIN, 'anisoscope-server'), [
-    '--db', path.join(temp, 'test.db'), '--allow-root', fixture, '--listen', '127.0.0.1:0',
+    '--db', DB, '--allow-root', fixture, '--listen', '127.0.0.1:0', '--auth', 'tokens',
     '--http-listen', '127.0.0.1:0', '--workers', '1', '--threads', '2', '--log-level', 'warn',
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -90,7 +102,8 @@ function startServer() {
 
 function cli(grpc, args) {
   return new Promise((resolve, reject) => {
-    execFile(path.join(BIN, 'anisoscope'), ['--server', grpc, ...args], (error, stdout, stderr) => {
+    const env = { ...process.env, ANISOSCOPE_TOKEN: WRITER };
+    execFile(path.join(BIN, 'anisoscope'), ['--server', grpc, ...args], { env }, (error, stdout, stderr) => {
       if (error) reject(new Error(`anisoscope ${args.join(' ')} failed (${error.code}):\n${stderr}`));
       else resolve(stdout);
     });
@@ -105,7 +118,8 @@ function submit(grpc, steps, { from = (s) => s, force = false } = {}) {
 }
 
 async function apiSeries(url, metric) {
-  const response = await fetch(new URL(`api/v1/series?run=${RUN}&metric=${metric}`, url));
+  const response = await fetch(new URL(`api/v1/series?run=${RUN}&metric=${metric}`, url),
+    { headers: { Authorization: `Bearer ${READER}` } });
   check(response.ok, `GET series ${metric}: HTTP ${response.status}`);
   return (await response.json()).points;
 }
@@ -216,9 +230,20 @@ async function main() {
   const page = browser.pages()[0] || await browser.newPage();
   const problems = [];
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
+  // The first load is refused (401, logged by the browser as a failed resource), then asks.
+  page.on('console', (m) => m.type() === 'error' && !/401/.test(m.text()) &&
+    problems.push(`console error: ${m.text()}`));
+  let prompts = 0;
+  page.on('dialog', (dialog) => {
+    prompts += 1;
+    check(dialog.type() === 'prompt', `the page opened a ${dialog.type()}, not a token prompt`);
+    dialog.accept(READER);
+  });
   await page.goto(`${url}?run=${RUN}&poll_ms=400`);
   let s = await waitForSteps(page, 3);
+  check(prompts === 1, `the page asked for a token ${prompts} times, want once`);
+  check(await page.evaluate(() => window.localStorage.getItem('anisoscope.token')) === READER,
+    'the page did not keep the token in localStorage');
   checkSummary(s, 3, '250');
   check(await page.locator('[data-testid="errors"]').isHidden(), 'the page shows an error: ' +
     await page.locator('[data-testid="errors"]').innerText());
@@ -238,7 +263,8 @@ async function main() {
   check(await page.evaluate(() => window.__notReloaded === true), 'the page reloaded to show step 400');
   await page.locator('[data-testid="job-idle"]').filter({ hasText: '1/1 steps' })
     .waitFor({ timeout: 5000 }).catch(() => { throw new Error('the jobs line does not show the finished 1/1-step job'); });
-  log('polling picked up step 400 without a reload');
+  check(prompts === 1, `the page asked for the token again while polling (${prompts} prompts)`);
+  log('polling picked up step 400 without a reload, with the token asked for once');
   await screenshots(page, '_after_poll');
 
   // --force rewrites step 100 in place (with step 250's weights): no new step appears, so

@@ -1,6 +1,8 @@
 // The HTTP/JSON API client (README "HTTP API"). Every call resolves to the protobuf JSON
 // mapping of the response, with int64 fields (steps, ids) still strings; failures reject
-// with an ApiError carrying the server's message.
+// with an ApiError carrying the server's message. A server with tokens (README "Team
+// setup") answers 401 without one: the page then asks for a token once, keeps it in the
+// browser's localStorage and sends it as `Authorization: Bearer TOKEN`.
 
 export class ApiError extends Error {
   constructor(status, message, path) {
@@ -11,18 +13,49 @@ export class ApiError extends Error {
 }
 
 const BASE = new URL('api/v1/', window.location.href);
+const TOKEN_KEY = 'anisoscope.token';
+
+const storedToken = () => window.localStorage.getItem(TOKEN_KEY) || '';
+let asking = null;  // the prompt in progress, shared by every request refused meanwhile
+
+// Resolves true when a token other than `refused` is now stored (asking for it if needed).
+function askForToken(refused) {
+  if (storedToken() !== refused) return Promise.resolve(true);
+  if (!asking) {
+    asking = new Promise((resolve) => setTimeout(() => {
+      const entered = (window.prompt(
+        'This anisoscope server wants a token (your admin makes one with ' +
+        '"anisoscope-server tokens create --role reader"). Token:') || '').trim();
+      if (entered) window.localStorage.setItem(TOKEN_KEY, entered);
+      asking = null;
+      resolve(entered !== '');
+    }, 0));
+  }
+  return asking;
+}
+
+async function fetchWithToken(url, path) {
+  for (let attempt = 0; ; attempt++) {
+    const token = storedToken();
+    let response;
+    try {
+      response = await fetch(url, {
+        cache: 'no-store',
+        headers: token ? { Authorization: `Bearer ${token}` } : {},
+      });
+    } catch (err) {
+      throw new ApiError(0, `cannot reach the server (${err.message})`, path);
+    }
+    if (response.status !== 401 || attempt > 0 || !(await askForToken(token))) return response;
+  }
+}
 
 async function get(path, params = {}) {
   const url = new URL(path, BASE);
   for (const [key, value] of Object.entries(params)) {
     if (value !== undefined && value !== null && value !== '') url.searchParams.set(key, value);
   }
-  let response;
-  try {
-    response = await fetch(url, { cache: 'no-store' });
-  } catch (err) {
-    throw new ApiError(0, `cannot reach the server (${err.message})`, path);
-  }
+  const response = await fetchWithToken(url, path);
   const text = await response.text();
   let body = null;
   try {
