@@ -60,19 +60,17 @@ void Audit(storage::MetricsStore& store, const std::string& ns, const std::strin
   if (!status.ok()) err << "anisoscope-server: warning: not audited: " << status.message() << "\n";
 }
 
-int CreateToken(const HostRequest& request, std::ostream& out, std::ostream& err) {
-  if (absl::Status status = ValidateNamespace(request.ns); !status.ok()) return Fail(err, status);
-  absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store = OpenStore(request.db);
-  if (!store.ok()) return Fail(err, store.status());
+int CreateToken(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
+                std::ostream& err) {
   const std::string token = NewBearerToken();
   storage::TokenRecord record;
   record.name = request.name;
   record.ns = request.ns;
   record.role = request.role;
   record.sha256 = TokenSha256(token);
-  absl::StatusOr<storage::TokenRecord> created = (*store)->CreateToken(record);
+  absl::StatusOr<storage::TokenRecord> created = store.CreateToken(record);
   if (!created.ok()) return Fail(err, created.status());
-  Audit(**store, request.ns, "token.create", absl::StrCat("token ", request.name),
+  Audit(store, request.ns, "token.create", absl::StrCat("token ", request.name),
         absl::StrCat("role ", request.role), err);
   out << token << "\n";
   err << "token '" << request.name << "' (" << request.role << ", namespace " << request.ns
@@ -81,10 +79,9 @@ int CreateToken(const HostRequest& request, std::ostream& out, std::ostream& err
   return kExitOk;
 }
 
-int ListTokens(const HostRequest& request, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store = OpenStore(request.db);
-  if (!store.ok()) return Fail(err, store.status());
-  absl::StatusOr<std::vector<storage::TokenRecord>> tokens = (*store)->ListTokens(false);
+int ListTokens(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
+               std::ostream& err) {
+  absl::StatusOr<std::vector<storage::TokenRecord>> tokens = store.ListTokens(false);
   if (!tokens.ok()) return Fail(err, tokens.status());
   out << "NAME\tNAMESPACE\tROLE\tCREATED\tLAST USED\tREVOKED\n";
   for (const storage::TokenRecord& token : *tokens) {
@@ -95,36 +92,32 @@ int ListTokens(const HostRequest& request, std::ostream& out, std::ostream& err)
   return kExitOk;
 }
 
-int RevokeToken(const HostRequest& request, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store = OpenStore(request.db);
-  if (!store.ok()) return Fail(err, store.status());
-  absl::StatusOr<storage::TokenRecord> revoked = (*store)->RevokeToken(request.name);
+int RevokeToken(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
+                std::ostream& err) {
+  absl::StatusOr<storage::TokenRecord> revoked = store.RevokeToken(request.name);
   if (!revoked.ok()) return Fail(err, revoked.status());
-  Audit(**store, revoked->ns, "token.revoke", absl::StrCat("token ", request.name),
+  Audit(store, revoked->ns, "token.revoke", absl::StrCat("token ", request.name),
         absl::StrCat("role ", revoked->role), err);
   out << "token '" << request.name << "' revoked\n";
   return kExitOk;
 }
 
-int SetNamespace(const HostRequest& request, std::ostream& out, std::ostream& err) {
-  if (absl::Status status = ValidateNamespace(request.ns); !status.ok()) return Fail(err, status);
-  absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store = OpenStore(request.db);
-  if (!store.ok()) return Fail(err, store.status());
-  if (absl::Status status = (*store)->SetNamespaceRoots(request.ns, request.roots); !status.ok()) {
+int SetNamespace(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
+                 std::ostream& err) {
+  if (absl::Status status = store.SetNamespaceRoots(request.ns, request.roots); !status.ok()) {
     return Fail(err, status);
   }
   const std::string roots =
       request.roots.empty() ? "the server's --allow-root" : absl::StrJoin(request.roots, ", ");
-  Audit(**store, request.ns, "namespace.set", absl::StrCat("namespace ", request.ns),
+  Audit(store, request.ns, "namespace.set", absl::StrCat("namespace ", request.ns),
         absl::StrCat("roots: ", roots), err);
   out << "namespace '" << request.ns << "' reads from " << roots << "\n";
   return kExitOk;
 }
 
-int ListNamespaces(const HostRequest& request, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store = OpenStore(request.db);
-  if (!store.ok()) return Fail(err, store.status());
-  auto roots = (*store)->ListNamespaceRoots();
+int ListNamespaces(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
+                   std::ostream& err) {
+  auto roots = store.ListNamespaceRoots();
   if (!roots.ok()) return Fail(err, roots.status());
   out << "NAMESPACE\tALLOWED ROOTS\n";
   for (const auto& [ns, list] : *roots) out << ns << "\t" << absl::StrJoin(list, " ") << "\n";
@@ -199,12 +192,17 @@ int RunHostCommand(int argc, const char* const* argv, std::ostream& out, std::os
   } catch (const CLI::ParseError& error) {
     return app.exit(error, out, err) == 0 ? kExitOk : kExitUsage;
   }
-  if (create->parsed()) return CreateToken(request, out, err);
-  if (list->parsed()) return ListTokens(request, out, err);
-  if (revoke->parsed()) return RevokeToken(request, out, err);
-  if (set->parsed()) return SetNamespace(request, out, err);
-  if (list_namespaces->parsed()) return ListNamespaces(request, out, err);
-  return Backup(request, out, err);
+  if (backup->parsed()) return Backup(request, out, err);
+  if (create->parsed() || set->parsed()) {
+    if (absl::Status status = ValidateNamespace(request.ns); !status.ok()) return Fail(err, status);
+  }
+  absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store = OpenStore(request.db);
+  if (!store.ok()) return Fail(err, store.status());
+  if (create->parsed()) return CreateToken(request, **store, out, err);
+  if (list->parsed()) return ListTokens(request, **store, out, err);
+  if (revoke->parsed()) return RevokeToken(request, **store, out, err);
+  if (set->parsed()) return SetNamespace(request, **store, out, err);
+  return ListNamespaces(request, **store, out, err);
 }
 
 }  // namespace anisoscope::server

@@ -26,11 +26,13 @@ std::function<absl::Status(const std::string&)> HostPortSetter(const std::string
   };
 }
 
-// Sets `*out` from a `--flag FILE` value.
-std::function<absl::Status(const std::string&)> FileSetter(const std::string& flag,
-                                                           std::string* out) {
-  return [flag, out](const std::string& v) {
-    if (v.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " wants a file"));
+// Sets `*out` from a `--flag VALUE` value that may not be empty; `what` names it in the
+// error ("a file", "a path").
+std::function<absl::Status(const std::string&)> NonEmptySetter(const std::string& flag,
+                                                               const std::string& what,
+                                                               std::string* out) {
+  return [flag, what, out](const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " wants ", what));
     *out = v;
     return absl::OkStatus();
   };
@@ -154,18 +156,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
   const std::map<std::string, Setter> setters = {
       {"listen", HostPortSetter("listen", &options.listen)},
       {"http-listen", HostPortSetter("http-listen", &options.http_listen)},
-      {"web-dir",
-       [&](const std::string& v) {
-         if (v.empty()) return absl::InvalidArgumentError("--web-dir wants a directory");
-         options.web_dir = v;
-         return absl::OkStatus();
-       }},
-      {"db",
-       [&](const std::string& v) {
-         if (v.empty()) return absl::InvalidArgumentError("--db wants a path");
-         options.db = v;
-         return absl::OkStatus();
-       }},
+      {"web-dir", NonEmptySetter("web-dir", "a directory", &options.web_dir)},
+      {"db", NonEmptySetter("db", "a path", &options.db)},
       {"allow-root",
        [&](const std::string& v) {
          if (v.empty()) return absl::InvalidArgumentError("--allow-root wants a directory");
@@ -212,9 +204,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
        [&](const std::string& v) {
          return ParseChoice("auth", v, {"tokens", "none"}, &options.auth);
        }},
-      {"tls-cert", FileSetter("tls-cert", &options.tls_cert)},
-      {"tls-key", FileSetter("tls-key", &options.tls_key)},
-      {"tls-client-ca", FileSetter("tls-client-ca", &options.tls_client_ca)},
+      {"tls-cert", NonEmptySetter("tls-cert", "a file", &options.tls_cert)},
+      {"tls-key", NonEmptySetter("tls-key", "a file", &options.tls_key)},
+      {"tls-client-ca", NonEmptySetter("tls-client-ca", "a file", &options.tls_client_ca)},
       {"log-level",
        [&](const std::string& v) {
          return ParseChoice("log-level", v, {"trace", "debug", "info", "warn", "error"},

@@ -93,17 +93,7 @@ absl::Status TouchTokenInDb(SqliteDb* db, int64_t id) {
 }
 
 absl::StatusOr<std::vector<std::string>> NamespaceRootsInDb(SqliteDb* db, const std::string& ns) {
-  ASSIGN_OR_RETURN(
-      Statement select,
-      db->Prepare("SELECT root FROM namespace_roots WHERE namespace = ? ORDER BY root"));
-  RETURN_IF_ERROR(select.BindAll(ns));
-  std::vector<std::string> roots;
-  while (true) {
-    ASSIGN_OR_RETURN(const bool row, select.Step());
-    if (!row) break;
-    roots.push_back(select.ColumnText(0));
-  }
-  return roots;
+  return TextColumn(db, "SELECT root FROM namespace_roots WHERE namespace = ? ORDER BY root", ns);
 }
 
 absl::Status SetNamespaceRootsInDb(SqliteDb* db, const std::string& ns,

@@ -22,21 +22,6 @@ std::string ListNames(const std::vector<std::string>& names) {
   return absl::StrJoin(names, ", ");
 }
 
-// The first column of every row of `sql` bound to `args`.
-template <typename... Args>
-absl::StatusOr<std::vector<std::string>> TextColumn(SqliteDb* db, const char* sql,
-                                                    const Args&... args) {
-  ASSIGN_OR_RETURN(Statement select, db->Prepare(sql));
-  RETURN_IF_ERROR(select.BindAll(args...));
-  std::vector<std::string> out;
-  while (true) {
-    ASSIGN_OR_RETURN(const bool row, select.Step());
-    if (!row) break;
-    out.push_back(select.ColumnText(0));
-  }
-  return out;
-}
-
 // The id of run `run` of namespace `ns`; NOT_FOUND lists only that namespace's runs.
 absl::StatusOr<int64_t> RunId(SqliteDb* db, const std::string& ns, const std::string& run) {
   ASSIGN_OR_RETURN(Statement select,

@@ -131,6 +131,22 @@ class Transaction {
   SqliteDb* db_;  // null once committed or rolled back
 };
 
+// The first column of every row of `sql` bound to `args`, as text.
+template <typename... Args>
+absl::StatusOr<std::vector<std::string>> TextColumn(SqliteDb* db, std::string_view sql,
+                                                    const Args&... args) {
+  absl::StatusOr<Statement> select = db->Prepare(sql);
+  if (!select.ok()) return select.status();
+  if (absl::Status status = select->BindAll(args...); !status.ok()) return status;
+  std::vector<std::string> out;
+  while (true) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out.push_back(select->ColumnText(0));
+  }
+}
+
 // Doubles as little-endian float64 bytes and back.
 std::string EncodeFloat64s(const std::vector<double>& values);
 absl::StatusOr<std::vector<double>> DecodeFloat64s(std::string_view bytes);
