@@ -97,7 +97,10 @@ std::string TopLevelUsage() {
       &text,
       "  -h, --help\n      show this help ('anisoscope COMMAND --help': a command's flags)\n"
       "\n"
-      "exit status: 0 success, 1 server error or failed job, 2 usage error\n");
+      "exit status: 0 success; 2 the request is wrong (a usage error, or one the server\n"
+      "refuses as INVALID_ARGUMENT or OUT_OF_RANGE, e.g. a layer the run does not have);\n"
+      "1 it could not be carried out (server unreachable, NOT_FOUND, PERMISSION_DENIED,\n"
+      "UNAVAILABLE, ..., or a job that failed)\n");
   return text;
 }
 

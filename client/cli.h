@@ -15,7 +15,7 @@ namespace anisoscope::client {
 std::string TopLevelUsage();
 
 // Runs the CLI on `args` (argv without the program name) and returns the exit code:
-// 0 success, 1 server error / unreachable server / failed job, 2 usage error.
+// kExitOk, kExitFailure or kExitUsage (command_context.h).
 int RunCli(const std::vector<std::string>& args, const CliEnvironment& env);
 
 }  // namespace anisoscope::client

@@ -62,7 +62,13 @@ int CommandContext::RpcError(const grpc::Status& status) const {
   if (mapped.code() == absl::StatusCode::kUnavailable && mapped.message().empty()) {
     return Error(absl::StrCat("lost the connection to anisoscope server at ", server()));
   }
-  return Error(absl::StrCat(absl::StatusCodeToString(mapped.code()), ": ", mapped.message()));
+  const std::string message =
+      absl::StrCat(absl::StatusCodeToString(mapped.code()), ": ", mapped.message());
+  if (mapped.code() == absl::StatusCode::kInvalidArgument ||
+      mapped.code() == absl::StatusCode::kOutOfRange) {
+    return UsageError(message);
+  }
+  return Error(message);
 }
 
 }  // namespace anisoscope::client

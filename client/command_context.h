@@ -20,9 +20,11 @@
 
 namespace anisoscope::client {
 
+// The exit codes (documented in TopLevelUsage): 2 when the request itself is wrong, whether
+// the CLI or the server found out; 1 when a right request could not be carried out.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;  // server error, unreachable server, failed job
-inline constexpr int kExitUsage = 2;    // bad command line
+inline constexpr int kExitFailure = 1;  // unreachable server, refused or failed call, failed job
+inline constexpr int kExitUsage = 2;    // bad command line, or INVALID_ARGUMENT / OUT_OF_RANGE
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:50051";
 
@@ -73,7 +75,8 @@ class CommandContext {
   // Each writes one line `anisoscope: ...` to err() and returns the exit code.
   int UsageError(absl::string_view message) const;  // kExitUsage
   int Error(absl::string_view message) const;       // kExitFailure
-  // `anisoscope: PERMISSION_DENIED: <server message>`; kExitFailure.
+  // `anisoscope: PERMISSION_DENIED: <server message>`; kExitUsage for INVALID_ARGUMENT and
+  // OUT_OF_RANGE (the request is wrong), else kExitFailure.
   int RpcError(const grpc::Status& status) const;
 
  private:

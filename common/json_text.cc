@@ -1,5 +1,9 @@
 #include "common/json_text.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/strings/str_format.h"
 
 namespace anisoscope {
@@ -32,6 +36,15 @@ std::string JsonQuote(std::string_view text) {
     }
   }
   return out + "\"";
+}
+
+std::string ShortestDouble(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.15g", value);
+  if (std::isfinite(value) && std::strtod(text, nullptr) != value) {
+    std::snprintf(text, sizeof(text), "%.17g", value);
+  }
+  return text;
 }
 
 }  // namespace anisoscope

@@ -18,6 +18,10 @@ PACKAGES=(
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates
   slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
   python3-yaml                       # the Kubernetes manifest test
+  python3-grpcio grpc-proto          # the reflection test (a v1alpha client from grpc-proto)
+  python3-protobuf python3-pandas python3-numpy      # the Python client (python/) and its test
+  python3-setuptools python3-wheel python3-pip       # `pip install ./python` (no build isolation)
+  python3-tqdm python3-matplotlib                    # Client.wait's progress bar; examples/
   nodejs chromium                    # dashboard assets (npm) and its browser test
 )
 

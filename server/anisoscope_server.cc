@@ -1,5 +1,6 @@
 #include "server/anisoscope_server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
@@ -8,6 +9,7 @@
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "common/tls_files.h"
+#include "server/query_timing.h"
 
 namespace anisoscope::server {
 namespace {
@@ -73,6 +75,8 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   runner_options.lease_timeout = absl::Seconds(options.lease_timeout_seconds);
   runner_options.max_attempts = options.max_attempts;
   runner_options.dtype = options.extractor.dtype;
+  server->metrics_ = std::make_unique<ServiceMetrics>();
+  runner_options.metrics = server->metrics_.get();
   absl::StatusOr<std::unique_ptr<JobRunner>> runner =
       JobRunner::Create(runner_options, server->store_.get());
   if (!runner.ok()) return runner.status();
@@ -88,11 +92,16 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
       std::make_unique<WorkerServiceImpl>(server->runner_.get(), access, embedded_key);
 
   grpc::EnableDefaultHealthCheckService(true);
+  // Server reflection (grpcurl, grpc_cli): the services' schema, readable without a token.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> timing;
+  timing.push_back(QueryTimingInterceptor(server->metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(timing));
   builder.RegisterService(server->job_service_.get());
   builder.RegisterService(server->query_service_.get());
   builder.RegisterService(server->worker_service_.get());
@@ -124,8 +133,8 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     http_options.web_dir = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
     http_options.tls_cert = options.tls_cert;
     http_options.tls_key = options.tls_key;
-    absl::StatusOr<std::unique_ptr<HttpServer>> http =
-        HttpServer::Create(http_options, server->store_.get(), server->runner_.get(), access);
+    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
+        http_options, server->store_.get(), server->runner_.get(), access, server->metrics_.get());
     if (!http.ok()) {
       server->Shutdown(absl::Seconds(1));
       return http.status();

@@ -23,6 +23,7 @@
 #include "server/job_service.h"
 #include "server/query_service.h"
 #include "server/server_options.h"
+#include "server/service_metrics.h"
 #include "server/worker_service.h"
 #include "storage/metrics_store.h"
 #include "worker/unit_runner.h"
@@ -59,6 +60,7 @@ class AnisoscopeServer {
   AnisoscopeServer() = default;
 
   std::unique_ptr<storage::MetricsStore> store_;
+  std::unique_ptr<ServiceMetrics> metrics_;
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<PathPolicy> policy_;
   std::unique_ptr<JobRunner> runner_;

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "common/json_text.h"
 #include "server/queries.h"
+#include "server/query_timing.h"
 
 namespace anisoscope::server {
 namespace {
@@ -101,6 +102,26 @@ void ServeStatic(const fs::path& web_dir, const httplib::Request& req, httplib::
   }
   res.set_header("Cache-Control", "no-cache");
   res.set_content(content.str(), ContentTypeFor(*file));
+}
+
+// The Prometheus exposition: the counts of `metrics`, the runner's load, the store's stats.
+void ServeMetrics(AccessControl& access, const ServiceMetrics& metrics, const JobRunner& runner,
+                  storage::MetricsStore& store, const httplib::Request& req,
+                  httplib::Response& res) {
+  Credentials credentials;
+  credentials.authorization = req.get_header_value("Authorization");
+  const absl::StatusOr<Principal> caller = access.Authorize(credentials, Action::kRead);
+  if (!caller.ok()) return WriteError(caller.status(), res);
+  const absl::StatusOr<storage::StoreStats> stats = store.Stats();
+  if (!stats.ok()) return WriteError(stats.status(), res);
+  const JobRunner::Load load = runner.CurrentLoad();
+  ServiceMetrics::Gauges gauges;
+  gauges.jobs_by_state = stats->jobs_by_state;
+  gauges.database_bytes = stats->database_bytes;
+  gauges.queued_steps = load.queued_steps;
+  gauges.active_leases = load.active_leases;
+  gauges.workers = load.workers;
+  res.set_content(metrics.Exposition(gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
 
 }  // namespace
@@ -194,19 +215,16 @@ std::string SeriesToJson(const ::anisoscope::v1::QuerySeriesResponse& response) 
   std::string json = absl::StrCat("{\"probeId\":\"", response.probe_id(), "\",\"metric\":\"",
                                   response.metric(), "\",\"points\":[");
   json.reserve(json.size() + 64 * static_cast<size_t>(response.points_size()));
-  char number[32];
+  std::string number;
   bool first = true;
   for (const ::anisoscope::v1::SeriesPoint& point : response.points()) {
     const double value = point.value();
-    // protobuf's SimpleDtoa: %.15g unless it does not round-trip, then %.17g.
     if (std::isnan(value)) {
-      std::snprintf(number, sizeof(number), "\"NaN\"");
+      number = "\"NaN\"";
     } else if (std::isinf(value)) {
-      std::snprintf(number, sizeof(number), value > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+      number = value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
     } else {
-      std::snprintf(number, sizeof(number), "%.15g", value);
-      if (std::strtod(number, nullptr) != value)
-        std::snprintf(number, sizeof(number), "%.17g", value);
+      number = ShortestDouble(value);
     }
     absl::StrAppend(&json, first ? "" : ",", "{\"step\":\"", point.step(),
                     "\",\"layer\":", point.layer(), ",\"head\":", point.head(),
@@ -277,35 +295,35 @@ std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
   using namespace ::anisoscope::v1;  // NOLINT: the message names, for the table below
   using std::string;
   return {
-      {"/api/v1/runs", "/api/v1/runs",
+      {"/api/v1/runs", "/api/v1/runs", "/api/v1/runs",
        ApiHandler<ListRunsRequest, ListRunsResponse>(
            access, [store](const string& ns,
                            const ListRunsRequest& r) { return queries::ListRuns(*store, ns, r); })},
-      {"/api/v1/series", "/api/v1/series?run=r&metric=qk_mean_cosine",
+      {"/api/v1/series", "/api/v1/series", "/api/v1/series?run=r&metric=qk_mean_cosine",
        ApiHandler<QuerySeriesRequest, QuerySeriesResponse>(
            access,
            [store](const string& ns, const QuerySeriesRequest& r) {
              return queries::QuerySeries(*store, ns, r);
            })},
-      {"/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
+      {"/api/v1/vectors", "/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
        ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(
            access,
            [store](const string& ns, const QueryVectorsRequest& r) {
              return queries::QueryVectors(*store, ns, r);
            })},
-      {"/api/v1/trajectory", "/api/v1/trajectory?run=r",
+      {"/api/v1/trajectory", "/api/v1/trajectory", "/api/v1/trajectory?run=r",
        ApiHandler<QueryTrajectoryRequest, QueryTrajectoryResponse>(
            access,
            [store](const string& ns, const QueryTrajectoryRequest& r) {
              return queries::QueryTrajectory(*store, ns, r);
            })},
-      {"/api/v1/jobs", "/api/v1/jobs",
+      {"/api/v1/jobs", "/api/v1/jobs", "/api/v1/jobs",
        ApiHandler<ListJobsRequest, ListJobsResponse>(
            access,
            [runner](const string& ns, const ListJobsRequest& r) {
              return queries::ListJobs(*runner, ns, r);
            })},
-      {R"(/api/v1/jobs/([^/]+))", "/api/v1/jobs/1",
+      {"/api/v1/jobs/{id}", R"(/api/v1/jobs/([^/]+))", "/api/v1/jobs/1",
        ApiHandler<GetJobRequest, Job>(
            access,
            [runner](const string& ns, const GetJobRequest& r) {
@@ -316,9 +334,16 @@ std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
 }
 
 void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
-                   AccessControl* access, const fs::path& web_dir) {
+                   AccessControl* access, ServiceMetrics* metrics, const fs::path& web_dir) {
   for (ApiRoute& route : ApiRoutes(store, runner, access)) {
-    server->Get(route.pattern, std::move(route.handler));
+    server->Get(route.pattern, metrics == nullptr ? std::move(route.handler)
+                                                  : TimedHttpHandler(metrics, route.path,
+                                                                     std::move(route.handler)));
+  }
+  if (metrics != nullptr) {
+    server->Get(kMetricsPath, [=](const httplib::Request& req, httplib::Response& res) {
+      ServeMetrics(*access, *metrics, *runner, *store, req, res);
+    });
   }
   server->Get(R"(/api(/.*)?)", [](const httplib::Request& req, httplib::Response& res) {
     res.set_header("Access-Control-Allow-Origin", "*");

@@ -15,6 +15,7 @@
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "server/access_control.h"
 #include "server/job_runner.h"
+#include "server/service_metrics.h"
 #include "storage/metrics_store.h"
 
 namespace httplib {
@@ -60,6 +61,7 @@ absl::StatusOr<std::filesystem::path> ResolveStaticFile(const std::filesystem::p
 // One GET route of the API. Every handler authorizes its caller (Action::kRead: the
 // Authorization header, the `namespace` parameter) before anything else.
 struct ApiRoute {
+  std::string path;     // as docs/openapi.yaml names it, e.g. "/api/v1/jobs/{id}"
   std::string pattern;  // httplib's regex, e.g. "/api/v1/jobs/([^/]+)"
   std::string example;  // a path (and query) it serves, for tests over every route
   std::function<void(const httplib::Request&, httplib::Response&)> handler;
@@ -68,8 +70,15 @@ struct ApiRoute {
 std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
                                 AccessControl* access);
 
-// Installs ApiRoutes, a 404 for other /api paths, and the static file route on `server`.
+// The path of the Prometheus text exposition (ServiceMetrics, the runner's load, the
+// store's stats); a caller who may read (any namespace) may scrape it.
+inline constexpr char kMetricsPath[] = "/metrics";
+
+// Installs ApiRoutes (each timed into `metrics`), kMetricsPath, a 404 for other /api paths,
+// and the static file route on `server`. Without `metrics` (null), no timing and no
+// kMetricsPath.
 void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
-                   AccessControl* access, const std::filesystem::path& web_dir);
+                   AccessControl* access, ServiceMetrics* metrics,
+                   const std::filesystem::path& web_dir);
 
 }  // namespace anisoscope::server

@@ -17,7 +17,8 @@ namespace anisoscope::server {
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& options,
                                                                storage::MetricsStore* store,
                                                                JobRunner* runner,
-                                                               AccessControl* access) {
+                                                               AccessControl* access,
+                                                               ServiceMetrics* metrics) {
   const size_t colon = options.listen.rfind(':');
   int port = -1;
   if (colon == std::string::npos || colon == 0 ||
@@ -64,7 +65,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
   });
-  InstallRoutes(&http, store, runner, access, options.web_dir);
+  InstallRoutes(&http, store, runner, access, metrics, options.web_dir);
 
   if (port == 0) {
     port = http.bind_to_any_port(host);

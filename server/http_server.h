@@ -5,7 +5,8 @@
 // JSON mapping: snake_case or lowerCamelCase names, unknown names are a 400), calls the
 // same core function as the gRPC service (server/queries.h) and answers the response
 // message as proto JSON, or an error body {"error":{"code","status","message"}} with the
-// HTTP status of the absl::StatusCode (http_routes.h). Other paths are files under
+// HTTP status of the absl::StatusCode (http_routes.h). /metrics is the Prometheus text
+// exposition of the server's counts (ServiceMetrics). Other paths are files under
 // `web_dir` (index.html at /), never outside it; 503 when `web_dir` does not exist.
 //
 // Thread-safe. Handlers run on the server's own threads and block on store reads only.
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "server/access_control.h"
 #include "server/job_runner.h"
+#include "server/service_metrics.h"
 #include "storage/metrics_store.h"
 
 namespace httplib {
@@ -43,11 +45,13 @@ class HttpServer {
 
   // Binds and starts serving. INVALID_ARGUMENT for a listen address that is not
   // HOST:PORT or a certificate or key that cannot be loaded, UNAVAILABLE when it cannot be
-  // bound. `access` authorizes every API request.
+  // bound. `access` authorizes every API request. With `metrics` (not owned), the API's
+  // latency is recorded and /metrics served.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(const Options& options,
                                                             storage::MetricsStore* store,
                                                             JobRunner* runner,
-                                                            AccessControl* access);
+                                                            AccessControl* access,
+                                                            ServiceMetrics* metrics = nullptr);
   ~HttpServer();  // Stop.
 
   HttpServer(const HttpServer&) = delete;

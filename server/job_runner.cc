@@ -47,6 +47,7 @@ struct JobRunner::LeaseEntry {
   bool local = false;
   bool completing = false;  // Complete is storing the upload: the lease cannot end now
   bool stored_checked = false;
+  std::string device;  // the worker's, from its lease request
   absl::Time deadline = absl::InfiniteFuture();
   int batches_done = 0;
 };
@@ -330,6 +331,7 @@ absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkR
   auto entry = std::make_unique<LeaseEntry>();
   entry->key = key;
   entry->local = waiter.local;
+  entry->device = waiter.request.worker().device();
   if (!waiter.local) {
     entry->deadline = absl::Now() + options_.lease_timeout;
     if (entry->deadline < next_wake_) reaper_wake_ = true;
@@ -415,6 +417,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   const std::string& lease_id = request.lease_id();
   int64_t job_id = 0;
   bool force = false;
+  std::string device;
   storage::JobCheckpoint finished;
   std::string ns;
   std::string run;
@@ -432,6 +435,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
     lease->completing = true;
     ActiveJob* job = active_.at(lease->key.first).get();
     job_id = lease->key.first;
+    device = lease->device;
     force = job->record.spec.force;
     ns = job->record.spec.ns;
     run = job->record.spec.run;
@@ -488,6 +492,9 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   }
   for (auto& deliver : deliveries) deliver();
   if (!status.ok()) return status;
+  if (options_.metrics != nullptr && *stored == StepState::kDone) {
+    options_.metrics->RecordCheckpoint(request.metrics().model_family(), device, request.seconds());
+  }
   Audit({0, "", actor, ns, "complete", absl::StrCat("job ", job_id, " step ", finished.step),
          absl::StrCat("run ", run, ", ", storage::StepStateName(*stored), " by worker '",
                       finished.worker, "' in ", absl::SixDigits(finished.seconds), " s")});
@@ -618,6 +625,20 @@ void JobRunner::ReaperLoop() {
 }
 
 // ---- Draining --------------------------------------------------------------------------
+
+JobRunner::Load JobRunner::CurrentLoad() const {
+  absl::MutexLock lock(&mu_);
+  Load load;
+  load.queued_steps = static_cast<int64_t>(pending_.size());
+  load.active_leases = static_cast<int64_t>(leases_.size());
+  std::set<std::string> workers;
+  for (const auto& [lease_id, lease] : leases_) {
+    workers.insert(active_.at(lease->key.first)->record.checkpoints[lease->key.second].worker);
+  }
+  for (const auto& [ticket, waiter] : waiters_) workers.insert(waiter->request.worker().name());
+  load.workers = static_cast<int64_t>(workers.size());
+  return load;
+}
 
 bool JobRunner::draining() const {
   absl::MutexLock lock(&mu_);

@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "server/job_events.h"
+#include "server/service_metrics.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server {
@@ -53,6 +54,8 @@ class JobRunner {
     absl::Duration max_lease_wait = absl::Seconds(60);
     // Compute dtype sent with every unit (--dtype).
     std::string dtype = "float32";
+    // Counts each stored checkpoint (family, device, seconds); not owned; may be null.
+    ServiceMetrics* metrics = nullptr;
   };
 
   // Answer to a lease request: a unit, no unit (the wait ran out), or an error.
@@ -119,6 +122,14 @@ class JobRunner {
   // Blocks; idempotent.
   void Drain();
   bool draining() const;
+
+  // ---- Monitoring ----
+  struct Load {
+    int64_t queued_steps = 0;   // pending, waiting for a worker
+    int64_t active_leases = 0;  // leased to a worker now
+    int64_t workers = 0;        // distinct workers holding a lease or waiting for one
+  };
+  Load CurrentLoad() const;
 
   // Watchers subscribed to job `id` (for tests).
   int NumWatchers(int64_t id) const { return events_.NumWatchers(id); }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,27 @@ absl::Status ValidateHead(int32_t layer, int32_t head) {
   if (layer < 0 || head < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer and head must be >= 0, got layer ", layer, " head ", head));
+  }
+  return absl::OkStatus();
+}
+
+// INVALID_ARGUMENT when `layer` or `head` (when given) is outside run `run`'s shape. A
+// per-hidden-state metric (`per_hidden_state`) has layers 0..num_layers and no heads.
+absl::Status ValidateAgainstRun(storage::MetricsStore& store, const std::string& ns,
+                                const std::string& run, std::optional<int32_t> layer,
+                                std::optional<int32_t> head, bool per_hidden_state) {
+  if (!layer.has_value() && !head.has_value()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const storage::RunInfo info, store.GetRun(ns, run));
+  const int layers = info.num_layers + (per_hidden_state ? 1 : 0);
+  if (layer.has_value() && (*layer < 0 || *layer >= layers)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", *layer, " is out of range: run '", run, "' has ",
+                     per_hidden_state ? "hidden states" : "layers", " 0..", layers - 1,
+                     per_hidden_state ? " (0: the embeddings)" : ""));
+  }
+  if (head.has_value() && (*head < 0 || *head >= info.num_heads)) {
+    return absl::InvalidArgumentError(absl::StrCat("head ", *head, " is out of range: run '", run,
+                                                   "' has heads 0..", info.num_heads - 1));
   }
   return absl::OkStatus();
 }
@@ -80,6 +102,18 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
     return absl::InvalidArgumentError(
         absl::StrCat("max_points must be >= 0, got ", request.max_points()));
   }
+  const std::vector<std::string>& hidden = analysis::PerHiddenStateMetricNames();
+  const bool per_hidden_state =
+      std::find(hidden.begin(), hidden.end(), request.metric()) != hidden.end();
+  if (per_hidden_state && request.has_head()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metric '", request.metric(), "' is measured per hidden state, not per head: no head"));
+  }
+  RETURN_IF_ERROR(ValidateAgainstRun(
+      store, ns, request.run(),
+      request.has_layer() ? std::optional<int32_t>(request.layer()) : std::nullopt,
+      request.has_head() ? std::optional<int32_t>(request.head()) : std::nullopt,
+      per_hidden_state));
   storage::SeriesQuery query = FromProto(request);
   query.ns = ns;
   ASSIGN_OR_RETURN(storage::SeriesResult result, store.QuerySeries(query));
@@ -102,6 +136,8 @@ absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& sto
   RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
   RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
                                     request.has_to_step(), request.to_step()));
+  RETURN_IF_ERROR(
+      ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false));
   storage::VectorQuery query = FromProto(request);
   query.ns = ns;
   ASSIGN_OR_RETURN(const storage::VectorResult result, store.QueryVectors(query));
@@ -115,6 +151,8 @@ absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
     const pb::QueryTrajectoryRequest& request) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
+  RETURN_IF_ERROR(
+      ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false));
   ASSIGN_OR_RETURN(const storage::VectorResult q, ReadVectors(store, ns, request, "q_mean"));
   ASSIGN_OR_RETURN(const storage::VectorResult k, ReadVectors(store, ns, request, "k_mean"));
   // Steps with both vectors, ascending (the writer stores them together).

@@ -190,6 +190,26 @@ absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db) {
   return ids;
 }
 
+absl::StatusOr<StoreStats> StoreStatsFromDb(SqliteDb* db) {
+  StoreStats stats;
+  for (const JobState state : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
+                               JobState::kFailed, JobState::kCancelled}) {
+    stats.jobs_by_state[JobStateName(state)] = 0;
+  }
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    stats.jobs_by_state[select.ColumnText(0)] = select.ColumnInt64(1);
+  }
+  ASSIGN_OR_RETURN(Statement size, db->Prepare("SELECT page_count * page_size FROM "
+                                               "pragma_page_count(), pragma_page_size()"));
+  ASSIGN_OR_RETURN(const bool row, size.Step());
+  if (row) stats.database_bytes = size.ColumnInt64(0);
+  return stats;
+}
+
 absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error) {
   ASSIGN_OR_RETURN(Statement update,
                    db->Prepare(absl::StrCat("UPDATE jobs SET state = ?, error = ?, updated_at = ",

@@ -31,6 +31,8 @@ absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit, con
                                                     const std::string& run);
 // Queued or running jobs, oldest first.
 absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
+// Jobs by state (every state, zeros included) and the database's size in bytes.
+absl::StatusOr<StoreStats> StoreStatsFromDb(SqliteDb* db);
 // NOT_FOUND for an unknown job or step. Both bump the job's updated_at.
 absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error);
 absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint);

@@ -45,6 +45,8 @@ class MetricsStore {
   // ---- Queries ----
   // Namespace `ns`'s runs by name.
   virtual absl::StatusOr<std::vector<RunInfo>> ListRuns(const std::string& ns) = 0;
+  // One run of namespace `ns`; NOT_FOUND (listing the namespace's runs) when unknown.
+  virtual absl::StatusOr<RunInfo> GetRun(const std::string& ns, const std::string& run) = 0;
   // NOT_FOUND for an unknown run or probe; INVALID_ARGUMENT for an unknown metric (the
   // message lists the stored ones); FAILED_PRECONDITION when probe_id is empty and the run
   // has several probes (the message lists them).
@@ -62,6 +64,8 @@ class MetricsStore {
                                                           const std::string& run) = 0;
   // Ids of jobs left queued or running (to resume after a restart), oldest first.
   virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
+  // Jobs by state and the database's size, for monitoring.
+  virtual absl::StatusOr<StoreStats> Stats() = 0;
   virtual absl::Status SetJobState(int64_t id, JobState state, const std::string& error) = 0;
   virtual absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) = 0;
   // Ends a lease in one transaction: the step's results and the checkpoint's new state, or

@@ -1,4 +1,5 @@
-// ListRunsInDb, QuerySeriesInDb and QueryVectorsInDb (declared in storage/result_tables.h).
+// ListRunsInDb, GetRunFromDb, QuerySeriesInDb and QueryVectorsInDb (declared in
+// storage/result_tables.h).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -64,13 +65,15 @@ int64_t ToStep(const std::optional<int64_t>& step) {
   return step.value_or(std::numeric_limits<int64_t>::max());
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns) {
+// The runs of namespace `ns` (only `name`'s unless it is empty) by name, with their probes
+// and distinct steps.
+absl::StatusOr<std::vector<RunInfo>> RunsInDb(SqliteDb* db, const std::string& ns,
+                                              const std::string& name) {
   ASSIGN_OR_RETURN(Statement runs,
                    db->Prepare("SELECT id, name, model_family, num_layers, num_heads, head_dim, "
-                               "created_at FROM runs WHERE namespace = ? ORDER BY name"));
-  RETURN_IF_ERROR(runs.BindAll(ns));
+                               "created_at FROM runs WHERE namespace = ?1 "
+                               "AND (?2 = '' OR name = ?2) ORDER BY name"));
+  RETURN_IF_ERROR(runs.BindAll(ns, name));
   ASSIGN_OR_RETURN(
       Statement probes,
       db->Prepare("SELECT id, description, num_samples, num_tokens FROM probes WHERE id IN "
@@ -111,6 +114,19 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
     }
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns) {
+  return RunsInDb(db, ns, "");
+}
+
+absl::StatusOr<RunInfo> GetRunFromDb(SqliteDb* db, const std::string& ns, const std::string& run) {
+  if (run.empty()) return absl::InvalidArgumentError("run is required");
+  ASSIGN_OR_RETURN(std::vector<RunInfo> runs, RunsInDb(db, ns, run));
+  if (runs.empty()) return RunId(db, ns, run).status();  // NOT_FOUND listing the runs
+  return std::move(runs[0]);
 }
 
 absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query) {
@@ -178,14 +194,15 @@ absl::StatusOr<VectorResult> QueryVectorsInDb(SqliteDb* db, const VectorQuery& q
     ASSIGN_OR_RETURN(point.values, DecodeFloat64s(select.ColumnBlob(1)));
   }
   if (result.points.empty()) {
-    // Only an empty answer pays for the scan that tells an unknown kind apart.
+    // Only an empty answer pays for the scan that tells a kind the run lacks apart.
     ASSIGN_OR_RETURN(const std::vector<std::string> kinds,
-                     TextColumn(db, "SELECT DISTINCT kind FROM vectors ORDER BY kind"));
-    bool known = false;
-    for (const std::string& kind : kinds) known = known || kind == query.kind;
-    if (!known) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown vector kind '", query.kind, "'; known kinds: ", ListNames(kinds)));
+                     TextColumn(db,
+                                "SELECT DISTINCT v.kind FROM vectors v JOIN steps s "
+                                "ON v.step_id = s.id WHERE s.run_id = ? ORDER BY v.kind",
+                                run_id));
+    if (std::find(kinds.begin(), kinds.end(), query.kind) == kinds.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("run '", query.run, "' has no '", query.kind,
+                                                     "' vectors; its kinds: ", ListNames(kinds)));
     }
   }
   return result;

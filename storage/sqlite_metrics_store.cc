@@ -55,6 +55,11 @@ absl::StatusOr<std::vector<RunInfo>> SqliteMetricsStore::ListRuns(const std::str
   return ListRunsInDb(db_.get(), ns);
 }
 
+absl::StatusOr<RunInfo> SqliteMetricsStore::GetRun(const std::string& ns, const std::string& run) {
+  absl::MutexLock lock(&mu_);
+  return GetRunFromDb(db_.get(), ns, run);
+}
+
 absl::StatusOr<SeriesResult> SqliteMetricsStore::QuerySeries(const SeriesQuery& query) {
   absl::MutexLock lock(&mu_);
   return QuerySeriesInDb(db_.get(), query);
@@ -85,6 +90,11 @@ absl::StatusOr<std::vector<JobRecord>> SqliteMetricsStore::ListJobs(int limit,
 absl::StatusOr<std::vector<int64_t>> SqliteMetricsStore::UnfinishedJobs() {
   absl::MutexLock lock(&mu_);
   return UnfinishedJobsInDb(db_.get());
+}
+
+absl::StatusOr<StoreStats> SqliteMetricsStore::Stats() {
+  absl::MutexLock lock(&mu_);
+  return StoreStatsFromDb(db_.get());
 }
 
 absl::Status SqliteMetricsStore::SetJobState(int64_t id, JobState state, const std::string& error) {

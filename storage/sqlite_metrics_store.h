@@ -24,6 +24,7 @@ class SqliteMetricsStore : public MetricsStore {
   absl::Status WriteStep(const StepResult& result, bool replace) override;
 
   absl::StatusOr<std::vector<RunInfo>> ListRuns(const std::string& ns) override;
+  absl::StatusOr<RunInfo> GetRun(const std::string& ns, const std::string& run) override;
   absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) override;
   absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) override;
 
@@ -33,6 +34,7 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& ns,
                                                   const std::string& run) override;
   absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() override;
+  absl::StatusOr<StoreStats> Stats() override;
   absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
   absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;
   absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -119,6 +120,12 @@ const char* StepStateName(StepState state);  // "pending", "running", "done", ..
 // Inverses of the names above; nullopt for an unknown name.
 std::optional<JobState> ParseJobState(std::string_view name);
 std::optional<StepState> ParseStepState(std::string_view name);
+
+// What a monitoring scrape reads from the store.
+struct StoreStats {
+  std::map<std::string, int64_t> jobs_by_state;  // every JobStateName, zeros included
+  int64_t database_bytes = 0;                    // page_count * page_size
+};
 
 struct CheckpointSpec {
   int64_t step = 0;

@@ -143,7 +143,7 @@ class EndToEndTest(unittest.TestCase):
             f.write("[2, 5, 3]\n{\"ids\": [1]}\n")
         result = self.server.cli("submit", "--run", "p", "--checkpoints",
                                  os.path.join(FIXTURE, "bin"), "--probe-tokens", bad)
-        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.returncode, 2)  # the request is wrong
         self.assertIn("INVALID_ARGUMENT", result.stderr)
         self.assertIn("bad.jsonl line 2", result.stderr)
         self.assertNotIn(" p ", self.server.cli("jobs", check=True).stdout)
@@ -151,6 +151,35 @@ class EndToEndTest(unittest.TestCase):
                                os.path.join(FIXTURE, "bin"), "--probe-text", bad,
                                "--seq-len", "2")
         self.assertIn("at least 3", text.stderr)
+
+    def test_queries_that_cannot_match_are_errors_not_empty_answers(self):
+        self.assertEqual(self.submit("seed0", os.path.join(FIXTURE, "safetensors"),
+                                     "--wait").returncode, 0)
+        cases = [  # (arguments, what the one-line error says): 3 layers, 4 heads
+            (["query", "--metric", "qk_mean_cosine", "--layer", "3"], "layers 0..2"),
+            (["query", "--metric", "qk_mean_cosine", "--head", "4"], "heads 0..3"),
+            (["query", "--metric", "hidden_anisotropy", "--layer", "4"], "hidden states 0..3"),
+            (["query", "--metric", "hidden_anisotropy", "--head", "0"], "not per head"),
+            (["query", "--metric", "nosuch"], "unknown metric 'nosuch'"),
+            (["vectors", "--kind", "q_mean", "--layer", "0", "--head", "5"], "heads 0..3"),
+            (["vectors", "--kind", "q_mean_pre_rotary", "--layer", "0", "--head", "0"],
+             "has no 'q_mean_pre_rotary' vectors; its kinds: k_mean, q_mean"),
+            (["trajectory", "--layer", "9", "--head", "0"], "layers 0..2"),
+        ]
+        for args, message in cases:
+            result = self.server.cli(args[0], "--run", "seed0", *args[1:])
+            self.assertEqual(result.returncode, 2, (args, result.stderr))
+            self.assertIn("INVALID_ARGUMENT", result.stderr)
+            self.assertIn(message, result.stderr)
+            self.assertEqual(result.stdout, "", args)
+        # The last hidden state is a layer of a per-hidden-state metric; a step range with
+        # no points is an empty answer, not an error.
+        self.assertEqual(self.server.cli("query", "--run", "seed0", "--metric",
+                                         "hidden_anisotropy", "--layer", "3").returncode, 0)
+        empty = self.server.cli("query", "--run", "seed0", "--metric", "qk_mean_cosine",
+                                "--from-step", "100000")
+        self.assertEqual(empty.returncode, 0, empty.stderr)
+        self.assertIn("(no points)", empty.stdout)
 
     def test_unknown_run_and_job_are_clear_errors(self):
         result = self.server.cli("query", "--run", "nope", "--metric", "attn_entropy")

@@ -314,6 +314,20 @@ TEST_F(AccessTest, EveryHttpRouteChecksTokenRoleAndNamespace) {
   }
 }
 
+TEST_F(AccessTest, MetricsNeedATokenThatMayRead) {
+  httplib::Client client(server_->http_address());
+  for (const Caller& caller : callers_) {
+    httplib::Headers headers;
+    if (!caller.token.empty()) headers.emplace("Authorization", "Bearer " + caller.token);
+    httplib::Result res = client.Get(kMetricsPath, headers);
+    ASSERT_TRUE(res);
+    const int expected = caller.label == "no token" || caller.label == "revoked-a" ? 401
+                         : !RoleMay(caller.role, Action::kRead)                    ? 403
+                                                                                   : 200;
+    EXPECT_EQ(res->status, expected) << caller.label << ": " << res->body;
+  }
+}
+
 TEST_F(AccessTest, SubmitCancelAndTokensAreAudited) {
   grpc::ClientContext context;
   Authorize(&context, Find("writer-a"));

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -251,7 +253,8 @@ TEST_F(HttpServerTest, ErrorsCarryTheirHttpStatusAndJsonBody) {
   GetError("/api/v1/series?run=r&metric=qk_mean_cosine&layer=1&layer=2", 400, "INVALID_ARGUMENT");
   GetError("/api/v1/vectors?run=r&kind=v_mean&layer=0&head=0", 400, "INVALID_ARGUMENT");
   GetError("/api/v1/vectors?run=r&kind=q_mean&layer=-1&head=0", 400, "INVALID_ARGUMENT");
-  GetError("/api/v1/trajectory?run=r&layer=7&head=0", 404, "NOT_FOUND");
+  GetError("/api/v1/trajectory?run=r&layer=7&head=0", 400, "INVALID_ARGUMENT");
+  GetError("/api/v1/trajectory?run=nope", 404, "NOT_FOUND");
   GetError("/api/v1/jobs/12345", 404, "NOT_FOUND");
   GetError("/api/v1/jobs/abc", 400, "INVALID_ARGUMENT");
   GetError("/api/v1/jobs/0", 400, "INVALID_ARGUMENT");
@@ -386,6 +389,26 @@ TEST(HttpRoutesTest, ContentTypesByExtension) {
   EXPECT_EQ(ContentTypeFor("x.json"), "application/json; charset=utf-8");
   EXPECT_EQ(ContentTypeFor("x.js.map"), "application/json; charset=utf-8");
   EXPECT_EQ(ContentTypeFor("x.bin"), "application/octet-stream");
+}
+
+TEST(HttpRoutesTest, OpenApiDocumentsExactlyTheServedPaths) {
+  const char* source_dir = std::getenv("ANISOSCOPE_SOURCE_DIR");
+  ASSERT_NE(source_dir, nullptr) << "ANISOSCOPE_SOURCE_DIR is set by ctest";
+  const std::string path = std::string(source_dir) + "/docs/openapi.yaml";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  // The path keys: two-space indented under `paths:`.
+  std::set<std::string> documented;
+  bool in_paths = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != ' ') in_paths = line == "paths:";
+    if (in_paths && line.size() > 4 && line.rfind("  /", 0) == 0 && line.back() == ':') {
+      documented.insert(line.substr(2, line.size() - 3));
+    }
+  }
+  std::set<std::string> served = {kMetricsPath};
+  for (const ApiRoute& route : ApiRoutes(nullptr, nullptr, nullptr)) served.insert(route.path);
+  EXPECT_EQ(documented, served) << path;
 }
 
 }  // namespace

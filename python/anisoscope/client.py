@@ -1,0 +1,243 @@
+"""Client: one connection to an anisoscope server (QueryService and JobService)."""
+import operator
+import os
+
+import grpc
+
+from anisoscope import frames
+from anisoscope._wire import pb, pb_grpc
+from anisoscope.errors import Error, JobFailedError
+from anisoscope.jobs import submit_request
+from anisoscope.progress import progress_display
+from anisoscope.records import Job, Run
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+
+
+def _setting(value, variable):
+    """`value` when given, else the environment variable (unset or empty: None)."""
+    if value is None:
+        value = os.environ.get(variable)
+    return value or None
+
+
+def _job_id(job):
+    return job.id if isinstance(job, Job) else operator.index(job)
+
+
+def _set_step_range(request, steps, from_step, to_step):
+    """Sets request.from_step/to_step to [from_step, to_step] narrowed to the span of the
+    `steps` (a selection, or None) inside it; the caller still filters by `steps`."""
+    if from_step is not None and to_step is not None and from_step > to_step:
+        raise ValueError(f"from_step {from_step} is after to_step {to_step}")
+    if steps is not None:
+        inside = [step for step in steps if (from_step is None or step >= from_step)
+                  and (to_step is None or step <= to_step)]
+        if inside:  # else the range alone, which the caller's filter by `steps` empties
+            from_step, to_step = min(inside), max(inside)
+    if from_step is not None:
+        request.from_step = from_step
+    if to_step is not None:
+        request.to_step = to_step
+
+
+class Client:
+    """A connection to one anisoscope server.
+
+    Arguments left out come from the environment, as for the `anisoscope` CLI:
+    address from ANISOSCOPE_SERVER (else 127.0.0.1:50051), token from ANISOSCOPE_TOKEN,
+    tls_ca from ANISOSCOPE_TLS_CA, namespace from ANISOSCOPE_NAMESPACE.
+
+    address: HOST:PORT of the server.
+    token: bearer token, sent as `authorization: Bearer TOKEN` with every call.
+    tls_ca: PEM file of the CA of the server's certificate: connect over TLS.
+    namespace: act in this namespace (admins, or any caller of a server without tokens).
+    timeout: seconds each call may take (not wait(), which follows a job to its end).
+
+    Every failed call raises anisoscope.Error naming the gRPC status. One channel, safe to
+    share between threads; close() it, or use the client as a context manager.
+    """
+
+    def __init__(self, address=None, *, token=None, tls_ca=None, namespace=None, timeout=60.0):
+        self.address = _setting(address, "ANISOSCOPE_SERVER") or DEFAULT_SERVER
+        self.timeout = timeout
+        token = _setting(token, "ANISOSCOPE_TOKEN")
+        namespace = _setting(namespace, "ANISOSCOPE_NAMESPACE")
+        tls_ca = _setting(tls_ca, "ANISOSCOPE_TLS_CA")
+        self._metadata = tuple(
+            ([("authorization", f"Bearer {token}")] if token else [])
+            + ([("anisoscope-namespace", namespace)] if namespace else []))
+        options = [("grpc.max_receive_message_length", -1)]  # long series are legitimate
+        if tls_ca:
+            with open(tls_ca, "rb") as f:
+                credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+            self._channel = grpc.secure_channel(self.address, credentials, options)
+        else:
+            self._channel = grpc.insecure_channel(self.address, options)
+        self._queries = pb_grpc.QueryServiceStub(self._channel)
+        self._jobs = pb_grpc.JobServiceStub(self._channel)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+        return False
+
+    def close(self):
+        """Closes the channel; the client cannot be used afterwards."""
+        self._channel.close()
+
+    def _call(self, method, request):
+        try:
+            return method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise Error.from_rpc(error, self.address) from None
+
+    # ---- Queries ---------------------------------------------------------------------
+
+    def runs(self):
+        """Every run visible to the caller, as a list of Run."""
+        response = self._call(self._queries.ListRuns, pb.ListRunsRequest())
+        return [Run.from_proto(run) for run in response.runs]
+
+    def series(self, run, metric, *, layers=None, heads=None, steps=None, from_step=None,
+               to_step=None, since_step=None, max_points=0, probe=None):
+        """One metric of a run over training steps, as a long pandas DataFrame.
+
+        Columns step, layer, head, value, one row per point, ordered by layer, head, step;
+        head is -1 for per-hidden-state metrics (see anisoscope.frames). Reshape it with
+        anisoscope.wide (step x (layer, head)) or anisoscope.layer_means (step x layer).
+
+        metric: qk_mean_cosine, qk_mean_dot, q_mean_norm, k_mean_norm, attn_entropy,
+            q_anisotropy, k_anisotropy (per head); hidden_anisotropy, hidden_mean_norm
+            (per hidden state: layer 0 is the embeddings).
+        layers, heads, steps: an int, an iterable of ints, or None for all.
+        from_step, to_step: only steps in [from_step, to_step].
+        since_step: only steps after this one (incremental polling).
+        max_points: at most about this many points per (layer, head), keeping each
+            bucket's min and max (0: every point).
+        probe: the probe id (None: the run's only probe).
+
+        frame.attrs holds run, metric, probe_id and downsampled.
+        """
+        layers = frames.selection(layers, "layers")
+        heads = frames.selection(heads, "heads")
+        steps = frames.selection(steps, "steps")
+        request = pb.QuerySeriesRequest(run=run, metric=metric, probe_id=probe or "",
+                                        max_points=max_points)
+        if layers is not None and len(layers) == 1:
+            request.layer = next(iter(layers))
+        if heads is not None and len(heads) == 1:
+            request.head = next(iter(heads))
+        _set_step_range(request, steps, from_step, to_step)
+        if since_step is not None:
+            request.since_step = since_step
+        response = self._call(self._queries.QuerySeries, request)
+        frame = frames.series_frame(response.points)
+        for column, chosen in (("layer", layers), ("head", heads), ("step", steps)):
+            if chosen is not None:
+                frame = frame[frame[column].isin(chosen)]
+        frame = frame.reset_index(drop=True)
+        frame.attrs.update(run=run, metric=response.metric or metric,
+                           probe_id=response.probe_id, downsampled=response.downsampled)
+        return frame
+
+    def vectors(self, run, kind, layer, head, *, steps=None, from_step=None, to_step=None,
+                probe=None):
+        """One head's mean query or key vector at each step, as anisoscope.Vectors.
+
+        kind: q_mean, k_mean, or (rotary models) q_mean_pre_rotary, k_mean_pre_rotary.
+        Returns Vectors(steps, values): steps int64 [n], values float64 [n, head_dim].
+        steps: an int, an iterable of ints, or None for all; from_step, to_step: a range.
+        """
+        chosen = frames.selection(steps, "steps")
+        request = pb.QueryVectorsRequest(run=run, kind=kind, layer=layer, head=head,
+                                         probe_id=probe or "")
+        _set_step_range(request, chosen, from_step, to_step)
+        points = self._call(self._queries.QueryVectors, request).points
+        if chosen is not None:
+            points = [p for p in points if p.step in chosen]
+        return frames.vectors_arrays(points)
+
+    def trajectory(self, run, layer, head, *, probe=None):
+        """One head's Q̄ and K̄ at each step projected on their top two right singular
+        vectors (Godey et al., Figure 12), as a DataFrame: step, q_x, q_y, k_x, k_y.
+
+        frame.attrs holds probe_id, singular_values (descending), explained_variance (the
+        plane's share of the stack) and basis (the projection in words, for labels).
+        """
+        request = pb.QueryTrajectoryRequest(run=run, layer=layer, head=head,
+                                            probe_id=probe or "")
+        response = self._call(self._queries.QueryTrajectory, request)
+        frame = frames.trajectory_frame(response.points)
+        frame.attrs.update(probe_id=response.probe_id,
+                           singular_values=list(response.singular_values),
+                           explained_variance=response.explained_variance, basis=response.basis)
+        return frame
+
+    # ---- Jobs ------------------------------------------------------------------------
+
+    def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
+               probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False):
+        """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
+
+        checkpoints_dir: a directory whose subdirectories are the steps; or
+        checkpoints: {step: path} or (step, path) pairs.
+        probe_tokens: JSON lines of token ids, used verbatim; or
+        probe_text: text tokenized with each checkpoint's own tokenizer, cut into
+            probe_mode "windows" (default) or "lines".
+        samples: probe samples (0: 128); seq_len: tokens per sample (0: the model's max).
+        force: recompute and replace steps already stored for this probe.
+        Relative paths are made absolute against the current directory; the server reads
+        them and refuses paths outside its allowed roots (PERMISSION_DENIED).
+        """
+        request = submit_request(run, checkpoints_dir=checkpoints_dir, checkpoints=checkpoints,
+                                 probe_tokens=probe_tokens, probe_text=probe_text,
+                                 probe_mode=probe_mode, samples=samples, seq_len=seq_len,
+                                 force=force)
+        return Job.from_proto(self._call(self._jobs.SubmitJob, request))
+
+    def wait(self, job, *, progress=None, timeout=None):
+        """Follows a job (a Job or its id) until it ends and returns the final Job.
+
+        progress: True shows a tqdm bar on stderr (lines per checkpoint without tqdm),
+            False nothing, None (default) the bar only when stderr is a terminal.
+        timeout: seconds to follow before giving up (DEADLINE_EXCEEDED); None: no limit.
+        Raises JobFailedError unless every checkpoint was done or skipped. Interrupting
+        the wait does not cancel the job (see cancel()).
+        """
+        job_id = _job_id(job)
+        call = self._jobs.WatchJob(pb.WatchJobRequest(id=job_id), timeout=timeout,
+                                   metadata=self._metadata)
+        last = None
+        with progress_display(progress) as display:
+            try:
+                for event in call:
+                    display.show(event)
+                    last = event.job
+            except grpc.RpcError as error:
+                raise Error.from_rpc(error, self.address) from None
+            finally:
+                call.cancel()
+        final = Job.from_proto(last) if last is not None else None
+        if final is None or not final.finished:
+            raise Error(None, f"the server ended the watch of job {job_id} before it finished")
+        if not final.succeeded:
+            raise JobFailedError(final)
+        return final
+
+    def job(self, job):
+        """The Job of a Job or id as it stands now."""
+        return Job.from_proto(self._call(self._jobs.GetJob, pb.GetJobRequest(id=_job_id(job))))
+
+    def jobs(self, *, run=None, limit=0):
+        """Recent jobs, newest first; only `run`'s when given; limit 0: the server's 100."""
+        request = pb.ListJobsRequest(run=run or "", limit=limit)
+        return [Job.from_proto(job) for job in self._call(self._jobs.ListJobs, request).jobs]
+
+    def cancel(self, job):
+        """Cancels a queued or running job (a Job or its id); returns the Job after it.
+        A job that has already ended: Error FAILED_PRECONDITION."""
+        request = pb.CancelJobRequest(id=_job_id(job))
+        return Job.from_proto(self._call(self._jobs.CancelJob, request))

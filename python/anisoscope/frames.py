@@ -1,0 +1,72 @@
+"""pandas and numpy views of query responses, and helpers that reshape a series frame.
+
+A series frame is long: one row per point, columns step, layer, head, value (int64,
+int64, int64, float64), ordered by layer, head, step. For per-hidden-state metrics
+(hidden_anisotropy, hidden_mean_norm) head is -1, as on the wire: an integer column
+rather than a missing value, so that groupby and pivot keep those rows.
+"""
+import numbers
+import operator
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+SERIES_COLUMNS = ["step", "layer", "head", "value"]
+TRAJECTORY_COLUMNS = ["step", "q_x", "q_y", "k_x", "k_y"]
+
+
+class Vectors(NamedTuple):
+    """One head's mean vectors: steps, int64 [n]; values, float64 [n, head_dim] (row i is
+    the vector at steps[i]; shape (0, 0) when no step matched)."""
+    steps: np.ndarray
+    values: np.ndarray
+
+
+def selection(value, name):
+    """None (everything), or the frozenset of ints that an int or an iterable names."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Integral):
+        return frozenset([int(value)])
+    chosen = frozenset(operator.index(v) for v in value)
+    if not chosen:
+        raise ValueError(f"{name}: empty selection")
+    return chosen
+
+
+def series_frame(points):
+    """The long frame of repeated SeriesPoint `points`."""
+    return pd.DataFrame({
+        "step": np.array([p.step for p in points], dtype=np.int64),
+        "layer": np.array([p.layer for p in points], dtype=np.int64),
+        "head": np.array([p.head for p in points], dtype=np.int64),
+        "value": np.array([p.value for p in points], dtype=np.float64),
+    }, columns=SERIES_COLUMNS)
+
+
+def vectors_arrays(points):
+    """Vectors of repeated VectorPoint `points`."""
+    steps = np.array([p.step for p in points], dtype=np.int64)
+    if not points:
+        return Vectors(steps, np.empty((0, 0)))
+    return Vectors(steps, np.array([list(p.values) for p in points], dtype=np.float64))
+
+
+def trajectory_frame(points):
+    """Columns step, q_x, q_y, k_x, k_y of repeated TrajectoryPoint `points`."""
+    return pd.DataFrame({
+        "step": np.array([p.step for p in points], dtype=np.int64),
+        **{name: np.array([getattr(p, name) for p in points], dtype=np.float64)
+           for name in TRAJECTORY_COLUMNS[1:]},
+    }, columns=TRAJECTORY_COLUMNS)
+
+
+def wide(series):
+    """A series frame as a table: index step, columns the (layer, head) MultiIndex."""
+    return series.pivot(index="step", columns=["layer", "head"], values="value").sort_index(axis=1)
+
+
+def layer_means(series):
+    """The mean over each layer's heads: index step, one column per layer."""
+    return series.groupby(["step", "layer"])["value"].mean().unstack("layer")

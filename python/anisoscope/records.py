@@ -1,0 +1,119 @@
+"""Plain-Python views of the wire messages that runs(), submit() and wait() return.
+
+Enum values become lowercase words of their wire names, as the CLI prints them:
+JOB_STATE_SUCCEEDED -> "succeeded", STEP_STATE_SKIPPED -> "skipped".
+"""
+from dataclasses import dataclass
+from typing import List
+
+from anisoscope._wire import pb
+
+FINAL_JOB_STATES = ("succeeded", "failed", "cancelled")
+
+
+def enum_word(enum, value, prefix):
+    """The wire name of `value` in `enum` without `prefix`, lowercase; "unknown" if new."""
+    try:
+        return enum.Name(value)[len(prefix):].lower()
+    except ValueError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A probe a run was analysed with."""
+    id: str
+    description: str
+    num_samples: int
+    num_tokens: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run: its model's shape, its probes and its stored steps (ascending)."""
+    name: str
+    model_family: str
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    probes: List[Probe]
+    steps: List[int]
+    created_at: str
+    namespace: str
+
+    @classmethod
+    def from_proto(cls, run):
+        return cls(run.name, run.model_family, run.num_layers, run.num_heads, run.head_dim,
+                   [Probe(p.id, p.description, p.num_samples, p.num_tokens) for p in run.probes],
+                   list(run.steps), run.created_at, run.namespace)
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """The probe of a job: source "tokens" or "text", mode "windows" or "lines"."""
+    source: str
+    path: str
+    mode: str
+    samples: int  # 0: 128
+    seq_len: int  # 0: the model's maximum
+
+    @classmethod
+    def from_proto(cls, probe):
+        return cls(enum_word(pb.ProbeSource, probe.source, "PROBE_SOURCE_"), probe.path,
+                   "lines" if probe.mode == pb.PROBE_MODE_LINES else "windows",
+                   probe.samples, probe.seq_len)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One checkpoint of a job; state: pending, running, done, skipped, failed, cancelled."""
+    step: int
+    path: str
+    size_bytes: int
+    state: str
+    error: str
+    probe_id: str
+    seconds: float
+    attempt: int
+    worker: str
+
+    @classmethod
+    def from_proto(cls, c):
+        return cls(c.step, c.path, c.size_bytes, enum_word(pb.StepState, c.state, "STEP_STATE_"),
+                   c.error, c.probe_id, c.seconds, c.attempt, c.worker)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job; state: queued, running, succeeded, failed or cancelled."""
+    id: int
+    run: str
+    state: str
+    probe: ProbeSpec
+    force: bool
+    checkpoints: List[Checkpoint]
+    error: str
+    created_at: str
+    updated_at: str
+    steps_total: int
+    steps_finished: int  # done + skipped + failed + cancelled
+    namespace: str
+
+    @property
+    def finished(self):
+        """Whether the job reached a final state."""
+        return self.state in FINAL_JOB_STATES
+
+    @property
+    def succeeded(self):
+        """Whether the job succeeded with every checkpoint done or skipped."""
+        return self.state == "succeeded" and all(
+            c.state in ("done", "skipped") for c in self.checkpoints)
+
+    @classmethod
+    def from_proto(cls, job):
+        return cls(job.id, job.run, enum_word(pb.JobState, job.state, "JOB_STATE_"),
+                   ProbeSpec.from_proto(job.probe), job.force,
+                   [Checkpoint.from_proto(c) for c in job.checkpoints], job.error,
+                   job.created_at, job.updated_at, job.steps_total, job.steps_finished,
+                   job.namespace)

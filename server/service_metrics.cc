@@ -1,0 +1,142 @@
+#include "server/service_metrics.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/json_text.h"
+
+namespace anisoscope::server {
+namespace {
+
+// Prometheus spells the non-finite values NaN, +Inf and -Inf.
+std::string Number(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  return ShortestDouble(value);
+}
+
+std::string LabelText(const Histogram::Labels& labels) {
+  std::string text;
+  for (const auto& [name, value] : labels) {
+    absl::StrAppend(&text, text.empty() ? "{" : ",", name, "=\"", EscapeLabelValue(value), "\"");
+  }
+  return text.empty() ? text : text + "}";
+}
+
+void AppendHeader(const std::string& name, const std::string& type, const std::string& help,
+                  std::string* out) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+void AppendGauge(const std::string& name, const std::string& help, int64_t value,
+                 std::string* out) {
+  AppendHeader(name, "gauge", help, out);
+  absl::StrAppend(out, name, " ", value, "\n");
+}
+
+// "cuda:0 (NVIDIA H100)" -> "cuda"; "cpu" -> "cpu"; "" -> "unknown".
+std::string DeviceKind(const std::string& device) {
+  const std::string kind = device.substr(0, device.find_first_of(": ("));
+  return kind.empty() ? "unknown" : kind;
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(const std::string& text) {
+  std::string escaped;
+  for (const char c : text) {
+    if (c == '\\') {
+      escaped += "\\\\";
+    } else if (c == '"') {
+      escaped += "\\\"";
+    } else if (c == '\n') {
+      escaped += "\\n";
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
+
+void Histogram::Observe(const Labels& labels, double value) {
+  Series& series = series_[labels];
+  if (series.counts.empty()) series.counts.assign(upper_bounds_.size(), 0);
+  for (size_t i = 0; i < upper_bounds_.size(); ++i) {
+    if (value <= upper_bounds_[i]) {
+      ++series.counts[i];
+      break;
+    }
+  }
+  ++series.count;
+  series.sum += value;
+}
+
+void Histogram::AppendExposition(const std::string& name, const std::string& help,
+                                 std::string* out) const {
+  AppendHeader(name, "histogram", help, out);
+  for (const auto& [labels, series] : series_) {
+    int64_t cumulative = 0;
+    for (size_t i = 0; i <= upper_bounds_.size(); ++i) {
+      Labels with_bound = labels;
+      if (i < upper_bounds_.size()) {
+        cumulative += series.counts[i];
+        with_bound.emplace_back("le", Number(upper_bounds_[i]));
+      } else {
+        cumulative = series.count;
+        with_bound.emplace_back("le", "+Inf");
+      }
+      absl::StrAppend(out, name, "_bucket", LabelText(with_bound), " ", cumulative, "\n");
+    }
+    absl::StrAppend(out, name, "_sum", LabelText(labels), " ", Number(series.sum), "\n");
+    absl::StrAppend(out, name, "_count", LabelText(labels), " ", series.count, "\n");
+  }
+}
+
+ServiceMetrics::ServiceMetrics()
+    : checkpoint_seconds_({0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000}),
+      query_seconds_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}) {}
+
+void ServiceMetrics::RecordCheckpoint(const std::string& family, const std::string& device,
+                                      double seconds) {
+  const Histogram::Labels labels = {{"family", family}, {"device", DeviceKind(device)}};
+  absl::MutexLock lock(&mu_);
+  ++checkpoints_[labels];
+  checkpoint_seconds_.Observe(labels, seconds);
+}
+
+void ServiceMetrics::RecordQuery(const std::string& api, const std::string& method,
+                                 double seconds) {
+  absl::MutexLock lock(&mu_);
+  query_seconds_.Observe({{"api", api}, {"method", method}}, seconds);
+}
+
+std::string ServiceMetrics::Exposition(const Gauges& gauges) const {
+  std::string out;
+  AppendHeader("anisoscope_jobs", "gauge", "Jobs in the database by state.", &out);
+  for (const auto& [state, count] : gauges.jobs_by_state) {
+    absl::StrAppend(&out, "anisoscope_jobs{state=\"", EscapeLabelValue(state), "\"} ", count, "\n");
+  }
+  AppendGauge("anisoscope_queued_steps", "Checkpoints waiting for a worker (queue depth).",
+              gauges.queued_steps, &out);
+  AppendGauge("anisoscope_active_leases", "Checkpoints leased to a worker now.",
+              gauges.active_leases, &out);
+  AppendGauge("anisoscope_workers", "Workers holding a lease or waiting for one.", gauges.workers,
+              &out);
+  AppendGauge("anisoscope_database_bytes", "Size of the SQLite database (pages in use).",
+              gauges.database_bytes, &out);
+  absl::MutexLock lock(&mu_);
+  AppendHeader("anisoscope_checkpoints_analysed_total", "counter",
+               "Checkpoints analysed and stored since the server started.", &out);
+  for (const auto& [labels, count] : checkpoints_) {
+    absl::StrAppend(&out, "anisoscope_checkpoints_analysed_total", LabelText(labels), " ", count,
+                    "\n");
+  }
+  checkpoint_seconds_.AppendExposition(
+      "anisoscope_checkpoint_seconds",
+      "Seconds a worker took per checkpoint (load, forward and metrics).", &out);
+  query_seconds_.AppendExposition("anisoscope_query_seconds",
+                                  "Seconds to answer a query, by API and method.", &out);
+  return out;
+}
+
+}  // namespace anisoscope::server
