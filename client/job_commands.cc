@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
+#include "client/interrupt_guard.h"
 #include "client/job_formatters.h"
 #include "client/progress_printer.h"
 
@@ -49,6 +50,46 @@ int RunSubmit(const ParsedArgs& args, const CommandContext& context) {
                 << std::flush;
   if (!args.Has("wait")) return kExitOk;
   return WatchUntilFinished(context, *channel, job.id());
+}
+
+int RunFollow(const ParsedArgs& args, const CommandContext& context) {
+  absl::StatusOr<v1::SubmitJobRequest> request =
+      BuildSubmitRequest(args, context.cwd(), /*follow=*/true);
+  if (!request.ok()) return context.UsageError(request.status().message());
+  auto channel = context.Connect();
+  if (!channel.ok()) return context.Error(channel.status().message());
+  auto stub = v1::JobService::NewStub(*channel);
+  grpc::ClientContext rpc;
+  context.Prepare(&rpc);
+  v1::Job job;
+  if (grpc::Status status = stub->SubmitJob(&rpc, *request, &job); !status.ok()) {
+    return context.RpcError(status);
+  }
+  context.out() << "job " << job.id() << " follows " << request->checkpoints_dir() << " for run "
+                << job.run() << ": " << job.checkpoints_size() << " whole checkpoint"
+                << (job.checkpoints_size() == 1 ? "" : "s") << " so far"
+                << (request->has_until_step() ? absl::StrCat(", until step ", request->until_step())
+                                              : std::string())
+                << " (Ctrl-C stops)\n"
+                << std::flush;
+  // Ctrl-C cancels the job: the steps stored so far stay, the watch below ends.
+  InterruptGuard guard([&context, &stub, id = job.id()] {
+    grpc::ClientContext cancel_rpc;
+    context.Prepare(&cancel_rpc);
+    v1::CancelJobRequest cancel;
+    cancel.set_id(id);
+    v1::Job cancelled;
+    if (grpc::Status status = stub->CancelJob(&cancel_rpc, cancel, &cancelled); !status.ok()) {
+      context.RpcError(status);
+    }
+  });
+  v1::Job last;
+  const int code = WatchUntilFinished(context, *channel, job.id(), &last);
+  if (!guard.interrupted() || last.state() != v1::JOB_STATE_CANCELLED) return code;
+  for (const v1::CheckpointStatus& checkpoint : last.checkpoints()) {
+    if (checkpoint.state() == v1::STEP_STATE_FAILED) return kExitFailure;
+  }
+  return kExitOk;  // stopped as asked, nothing failed
 }
 
 int RunStatus(const ParsedArgs& args, const CommandContext& context) {
@@ -123,7 +164,7 @@ std::string AbsolutePath(const std::string& path, const std::string& cwd) {
 }
 
 absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
-                                                        const std::string& cwd) {
+                                                        const std::string& cwd, bool follow) {
   v1::SubmitJobRequest request;
   if (!args.Has("run")) return absl::InvalidArgumentError("submit: --run is required");
   request.set_run(args.GetString("run"));
@@ -173,11 +214,19 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
   probe->set_samples(args.GetInt("samples", 0));
   probe->set_seq_len(args.GetInt("seq-len", 0));
   request.set_force(args.Has("force"));
+  request.set_follow(follow || args.Has("follow"));
+  if (args.Has("until-step")) {
+    if (!request.follow()) return absl::InvalidArgumentError("--until-step: applies to --follow");
+    request.set_until_step(args.GetInt("until-step"));
+  }
+  if (request.follow() && !has_dir) {
+    return absl::InvalidArgumentError("--follow watches a directory: give --checkpoints DIR");
+  }
   return request;
 }
 
 int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc::Channel>& channel,
-                       int64_t id) {
+                       int64_t id, v1::Job* final_job) {
   auto stub = v1::JobService::NewStub(channel);
   grpc::ClientContext rpc;
   context.Prepare(&rpc, /*deadline=*/false);  // jobs take as long as they take
@@ -201,6 +250,7 @@ int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc
         absl::StrCat("the server ended the watch of job ", id, " before the job finished"));
   }
   context.out() << ProgressPrinter::Summary(last) << std::flush;
+  if (final_job != nullptr) *final_job = last;
   return ProgressPrinter::Succeeded(last) ? kExitOk : kExitFailure;
 }
 
@@ -210,7 +260,7 @@ std::vector<Command> JobCommands() {
   submit.synopsis =
       "--run NAME (--checkpoints DIR | --checkpoint STEP=PATH ...)\n"
       "(--probe-tokens F | --probe-text F [--probe-mode windows|lines])\n"
-      "[--samples N] [--seq-len L] [--force] [--wait]";
+      "[--samples N] [--seq-len L] [--force] [--wait] [--follow [--until-step N]]";
   submit.summary = "analyze a run's checkpoints with a probe (queues a job)";
   submit.flags = {
       StringFlag("run", "NAME", "the run the steps belong to"),
@@ -226,12 +276,37 @@ std::vector<Command> JobCommands() {
       IntFlag("seq-len", "L", "tokens per sample (default: the model's maximum)", 1),
       BoolFlag("force", "recompute and replace steps already stored for this probe"),
       BoolFlag("wait", "then follow the job until it ends, like 'watch'"),
+      BoolFlag("follow",
+               "keep watching --checkpoints DIR: each new step directory joins the job\n"
+               "once it is whole (see 'follow')"),
+      IntFlag("until-step", "N", "with --follow: end after step N (later steps are ignored)", 0),
   };
   submit.details =
       "Relative paths are made absolute against the current directory; the server\n"
       "reads them and refuses paths outside its --allow-root directories.\n"
       "Prints the job id. With --wait, progress goes to stderr and a summary line to\n"
       "stdout; the exit status is 0 only if every checkpoint was done or skipped.\n";
+
+  CommandSpec follow;
+  follow.name = "follow";
+  follow.synopsis =
+      "--run NAME --checkpoints DIR (--probe-tokens F | --probe-text F [--probe-mode M])\n"
+      "[--samples N] [--seq-len L] [--force] [--until-step N]";
+  follow.summary = "analyze a run while it trains: each new checkpoint once it is whole";
+  for (const FlagSpec& flag : submit.flags) {
+    if (flag.name != "checkpoint" && flag.name != "wait" && flag.name != "follow") {
+      follow.flags.push_back(flag);
+    }
+  }
+  follow.details =
+      "Submits a job that follows DIR (the server lists it every --follow-interval seconds)\n"
+      "and shows its progress until step --until-step is analysed, or until Ctrl-C, which\n"
+      "cancels the job (the steps stored so far stay). A step directory joins the job once\n"
+      "it is whole: config.json parses and every weight file is completely written (a\n"
+      "safetensors file as long as its header says, a .bin zip whose central directory\n"
+      "reads, every shard of an index), so a checkpoint being saved is never analysed half\n"
+      "written, and each step is analysed once. Exits 0 when every step was done or\n"
+      "skipped (stopping with Ctrl-C included), 1 when one failed.\n";
 
   CommandSpec status;
   status.name = "status";
@@ -261,11 +336,8 @@ std::vector<Command> JobCommands() {
       "to stdout. Exits 0 only if every checkpoint was done or skipped, 1 otherwise.\n"
       "Interrupting the watch does not cancel the job (see 'cancel').\n";
 
-  return {{submit, RunSubmit},
-          {status, RunStatus},
-          {jobs, RunJobs},
-          {cancel, RunCancel},
-          {watch, RunWatch}};
+  return {{submit, RunSubmit}, {follow, RunFollow}, {status, RunStatus},
+          {jobs, RunJobs},     {cancel, RunCancel}, {watch, RunWatch}};
 }
 
 }  // namespace anisoscope::client

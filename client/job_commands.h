@@ -1,4 +1,4 @@
-// The job commands of the CLI: submit, status, jobs, cancel, watch (JobService).
+// The job commands of the CLI: submit, follow, status, jobs, cancel, watch (JobService).
 // Each command blocks on its RPCs; output goes to the context's streams.
 #pragma once
 
@@ -16,13 +16,15 @@
 
 namespace anisoscope::client {
 
-// submit, status, jobs, cancel, watch, in the order the help lists them.
+// submit, follow, status, jobs, cancel, watch, in the order the help lists them.
 std::vector<Command> JobCommands();
 
-// Builds the request of `submit` from its parsed flags; relative paths are made absolute
-// against `cwd`. Errors (InvalidArgument, naming the flag) are usage errors.
+// Builds the request of `submit` (or, with `follow`, of `follow`) from its parsed flags;
+// relative paths are made absolute against `cwd`. Errors (InvalidArgument, naming the
+// flag) are usage errors.
 absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
-                                                        const std::string& cwd);
+                                                        const std::string& cwd,
+                                                        bool follow = false);
 
 // `path` made absolute against `cwd` (`.` components dropped; `..` kept, since the
 // server resolves links).
@@ -30,8 +32,9 @@ std::string AbsolutePath(const std::string& path, const std::string& cwd);
 
 // Follows job `id` over WatchJob until it ends, writing progress to err() and a summary
 // line to out(). Returns 0 when every checkpoint was done or skipped, 1 otherwise
-// (failed or cancelled job, RPC error, stream cut). Blocks until the job ends.
+// (failed or cancelled job, RPC error, stream cut); the job as it ended in `final_job` when
+// given. Blocks until the job ends.
 int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc::Channel>& channel,
-                       int64_t id);
+                       int64_t id, v1::Job* final_job = nullptr);
 
 }  // namespace anisoscope::client

@@ -43,6 +43,8 @@ std::string ProgressPrinter::Render(const v1::JobEvent& event) {
                                     event.batches_total()));
     case v1::JobEvent::KIND_STEP_FINISHED:
       return FinishedLine(job, event.checkpoint());
+    case v1::JobEvent::KIND_STEP_ADDED:
+      return absl::StrCat(Clear(), "step ", event.checkpoint().step(), " written: queued\n");
     case v1::JobEvent::KIND_JOB_FINISHED:
       return Clear();
     default:

@@ -5,7 +5,8 @@
 //   [4/12] step 30000 skipped (already stored)
 //   [5/12] step 40000 FAILED: <error>
 //   [6/12] step 50000 cancelled
-// Checkpoints already finished in the first (snapshot) event are listed the same way.
+// Checkpoints already finished in the first (snapshot) event are listed the same way. A
+// followed run's new checkpoint: "step 60000 written: queued".
 // On a TTY, the step being computed and its batch progress are shown on one transient
 // line rewritten with '\r' (and erased before the next permanent line); off a TTY,
 // nothing but the permanent lines is written. Not thread-safe; no I/O of its own.

@@ -127,6 +127,9 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     return embedded.status();
   }
   server->embedded_ = std::move(embedded).value();
+  server->follower_ = std::make_unique<CheckpointFollower>(
+      server->runner_.get(), server->store_.get(), server->policy_.get(),
+      absl::Seconds(options.follow_interval_seconds));
   if (!options.http_listen.empty()) {
     HttpServer::Options http_options;
     http_options.listen = options.http_listen;
@@ -155,6 +158,7 @@ void AnisoscopeServer::Drain() {
       health->SetServingStatus(false);
     }
   }
+  if (follower_ != nullptr) follower_->Stop();
   if (runner_ != nullptr) runner_->StopLeasing();
   if (embedded_ != nullptr) embedded_->Stop();
   if (runner_ != nullptr) runner_->Drain();

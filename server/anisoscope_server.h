@@ -17,6 +17,7 @@
 #include "common/path_policy.h"
 #include "server/access_control.h"
 #include "server/admin_service.h"
+#include "server/checkpoint_follower.h"
 #include "server/embedded_workers.h"
 #include "server/http_server.h"
 #include "server/job_runner.h"
@@ -70,6 +71,7 @@ class AnisoscopeServer {
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<EmbeddedWorkers> embedded_;
+  std::unique_ptr<CheckpointFollower> follower_;
   std::unique_ptr<HttpServer> http_;  // null without --http-listen
   std::string address_;
   int port_ = 0;

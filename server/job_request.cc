@@ -1,5 +1,7 @@
 #include "server/job_request.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <limits>
@@ -7,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/checkpoint/step_discovery.h"
+#include "analysis/checkpoint/weight_files.h"
 #include "analysis/probe/probe.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
@@ -81,12 +84,25 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
   }
   spec.probe_path = probe_path->string();
 
+  if (request.follow() && !has_dir) {
+    return absl::InvalidArgumentError("follow watches checkpoints_dir: give checkpoints_dir");
+  }
+  if (request.has_until_step() && !request.follow()) {
+    return absl::InvalidArgumentError("until_step applies to follow only");
+  }
   if (has_dir) {
     absl::StatusOr<fs::path> dir = policy.Resolve(request.checkpoints_dir(), "checkpoints_dir");
     if (!dir.ok()) return dir.status();
     if (!fs::is_directory(*dir, error)) {
       return absl::InvalidArgumentError(
           absl::StrCat("checkpoints_dir '", request.checkpoints_dir(), "' is not a directory"));
+    }
+    if (request.follow()) {
+      spec.follow_dir = dir->string();
+      if (request.has_until_step()) spec.until_step = request.until_step();
+      ASSIGN_OR_RETURN(spec.checkpoints, NewWholeCheckpoints(*dir, {}, spec.until_step, policy));
+      RETURN_IF_ERROR(CheckProbe(spec));
+      return spec;
     }
     absl::StatusOr<std::vector<analysis::DiscoveredStep>> steps = analysis::DiscoverSteps(*dir);
     if (!steps.ok()) return steps.status();
@@ -124,6 +140,28 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
   if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
   if (absl::Status status = CheckProbe(spec); !status.ok()) return status;
   return spec;
+}
+
+absl::StatusOr<std::vector<storage::CheckpointSpec>> NewWholeCheckpoints(
+    const fs::path& dir, const std::set<int64_t>& known, std::optional<int64_t> until_step,
+    const PathPolicy& policy) {
+  ASSIGN_OR_RETURN(const std::vector<analysis::DiscoveredStep> steps,
+                   analysis::ListStepDirectories(dir));
+  std::vector<storage::CheckpointSpec> found;
+  for (const analysis::DiscoveredStep& step : steps) {
+    if (known.count(step.step) > 0 || (until_step.has_value() && step.step > *until_step)) {
+      continue;
+    }
+    if (absl::Status whole = analysis::CheckCheckpointComplete(step.path); !whole.ok()) {
+      spdlog::debug("following {}: step {} not whole yet: {}", dir.string(), step.step,
+                    std::string(whole.message()));
+      continue;
+    }
+    // Each step directory is resolved again: a symlinked step must not escape the roots.
+    ASSIGN_OR_RETURN(const fs::path path, policy.Resolve(step.path.string(), "checkpoint"));
+    found.push_back({step.step, path.string()});
+  }
+  return found;
 }
 
 absl::StatusOr<std::unique_ptr<PathPolicy>> PolicyForNamespace(storage::MetricsStore& store,

@@ -1,7 +1,11 @@
 // Validation of a SubmitJobRequest and its translation into a stored JobSpec.
 #pragma once
 
+#include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -25,6 +29,14 @@ absl::Status ValidateRunName(const std::string& run);
 // Blocks on file-system reads.
 absl::StatusOr<storage::JobSpec> JobSpecFromRequest(
     const ::anisoscope::v1::SubmitJobRequest& request, const PathPolicy& policy);
+
+// The whole step directories of followed directory `dir` that are not in `known` and not
+// past `until_step`, resolved with `policy` (PERMISSION_DENIED for one that escapes it),
+// ascending. Steps still being written (analysis::CheckCheckpointComplete) are left for a
+// later call. Blocks on file-system reads (headers only).
+absl::StatusOr<std::vector<storage::CheckpointSpec>> NewWholeCheckpoints(
+    const std::filesystem::path& dir, const std::set<int64_t>& known,
+    std::optional<int64_t> until_step, const PathPolicy& policy);
 
 // The roots namespace `ns` may read from: the server's (`server_policy`) when the namespace
 // has none of its own, else those of its own that lie inside the server's.

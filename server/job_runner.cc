@@ -34,6 +34,17 @@ absl::Status LeaseNotCurrent(const std::string& lease_id) {
       "lease '", lease_id, "' is not current (it expired, was completed or given back)"));
 }
 
+// True while `record` watches its directory: it follows one and no step at or past its
+// until_step has been added yet.
+bool StillFollowing(const storage::JobRecord& record) {
+  if (record.spec.follow_dir.empty()) return false;
+  if (!record.spec.until_step.has_value()) return true;
+  for (const storage::JobCheckpoint& checkpoint : record.checkpoints) {
+    if (checkpoint.step >= *record.spec.until_step) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct JobRunner::ActiveJob {
@@ -140,12 +151,15 @@ void JobRunner::AddJob(storage::JobRecord record, pb::UnitProbe probe) {
 absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spec,
                                                      const std::string& actor) {
   if (draining()) return absl::UnavailableError("server is shutting down; not accepting jobs");
-  if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
+  if (spec.checkpoints.empty() && spec.follow_dir.empty()) {
+    return absl::InvalidArgumentError("the job has no checkpoints");
+  }
   ASSIGN_OR_RETURN(pb::UnitProbe probe, UnitProbeFromSpec(spec));
   ASSIGN_OR_RETURN(const int64_t id, store_->CreateJob(spec));
   ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(id));
-  spdlog::info("job {} submitted by {}: run {}/{}, {} checkpoints{}", id, actor, spec.ns, spec.run,
-               spec.checkpoints.size(), spec.force ? ", force" : "");
+  spdlog::info("job {} submitted by {}: run {}/{}, {} checkpoints{}{}", id, actor, spec.ns,
+               spec.run, spec.checkpoints.size(), spec.force ? ", force" : "",
+               spec.follow_dir.empty() ? "" : absl::StrCat(", following ", spec.follow_dir));
   Audit({0, "", actor, spec.ns, "submit", absl::StrCat("job ", id),
          absl::StrCat("run ", spec.run, ", ", spec.checkpoints.size(), " checkpoints",
                       spec.force ? ", force" : "")});
@@ -205,7 +219,7 @@ absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id, const std::stri
   }
   ASSIGN_OR_RETURN(const storage::JobRecord record, store_->GetJob(id));
   return absl::FailedPreconditionError(absl::StrCat(
-      "job ", id, " is already ", storage::JobStateName(record.state), "; nothing to cancel"));
+      "job ", id, " has already ", storage::JobStateName(record.state), "; nothing to cancel"));
 }
 
 absl::StatusOr<storage::JobRecord> JobRunner::Get(int64_t id) {
@@ -626,6 +640,59 @@ void JobRunner::ReaperLoop() {
 
 // ---- Draining --------------------------------------------------------------------------
 
+std::vector<JobRunner::FollowedJob> JobRunner::FollowedJobs() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<FollowedJob> followed;
+  for (const auto& [id, job] : active_) {
+    if (job->cancel_requested || !StillFollowing(job->record)) continue;
+    FollowedJob& entry = followed.emplace_back();
+    entry.id = id;
+    entry.ns = job->record.spec.ns;
+    entry.dir = job->record.spec.follow_dir;
+    entry.until_step = job->record.spec.until_step;
+    for (const storage::JobCheckpoint& checkpoint : job->record.checkpoints) {
+      entry.known_steps.insert(checkpoint.step);
+    }
+  }
+  return followed;
+}
+
+absl::Status JobRunner::AddFollowedCheckpoints(int64_t id,
+                                               std::vector<storage::CheckpointSpec> found) {
+  Deliveries deliveries;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(id);
+    if (it == active_.end() || it->second->cancel_requested || draining_) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not being followed"));
+    }
+    ActiveJob* job = it->second.get();
+    std::set<int64_t> known;
+    for (const storage::JobCheckpoint& checkpoint : job->record.checkpoints) {
+      known.insert(checkpoint.step);
+    }
+    found.erase(
+        std::remove_if(found.begin(), found.end(),
+                       [&](const storage::CheckpointSpec& c) { return known.count(c.step) > 0; }),
+        found.end());
+    if (found.empty()) return absl::OkStatus();
+    RETURN_IF_ERROR(store_->AddJobCheckpoints(id, found));
+    for (const storage::CheckpointSpec& spec : found) {
+      storage::JobCheckpoint& checkpoint = job->record.checkpoints.emplace_back();
+      checkpoint.step = spec.step;
+      checkpoint.path = spec.path;
+      const size_t index = job->record.checkpoints.size() - 1;
+      pending_.insert({id, index});
+      spdlog::info("job {} follows {}: step {} added", id, job->record.spec.follow_dir, spec.step);
+      PublishStep(job, index, pb::JobEvent::KIND_STEP_ADDED, 0, 0);
+    }
+    job->record.updated_at = NowIso8601();
+    DispatchLocked(&deliveries);
+  }
+  for (auto& deliver : deliveries) deliver();
+  return absl::OkStatus();
+}
+
 JobRunner::Load JobRunner::CurrentLoad() const {
   absl::MutexLock lock(&mu_);
   Load load;
@@ -705,6 +772,7 @@ void JobRunner::MaybeFinish(int64_t job_id) {
   auto it = active_.find(job_id);
   if (it == active_.end()) return;
   ActiveJob* job = it->second.get();
+  if (!job->cancel_requested && StillFollowing(job->record)) return;
   int failed = 0;
   for (const storage::JobCheckpoint& checkpoint : job->record.checkpoints) {
     if (checkpoint.state == StepState::kPending || checkpoint.state == StepState::kRunning) {

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -122,6 +123,22 @@ class JobRunner {
   // Blocks; idempotent.
   void Drain();
   bool draining() const;
+
+  // ---- Following a run being written ----
+  struct FollowedJob {
+    int64_t id = 0;
+    std::string ns;
+    std::string dir;                // the followed checkpoints directory
+    std::set<int64_t> known_steps;  // already in the job
+    std::optional<int64_t> until_step;
+  };
+  // Active jobs that follow a directory and have not reached their until_step.
+  std::vector<FollowedJob> FollowedJobs() const;
+  // Appends `found` (steps the job does not have yet; others are dropped) as pending and
+  // offers them to workers; FAILED_PRECONDITION when the job is no longer followed
+  // (finished, cancelled, draining). A job whose until_step is reached finishes once its
+  // steps have.
+  absl::Status AddFollowedCheckpoints(int64_t id, std::vector<storage::CheckpointSpec> found);
 
   // ---- Monitoring ----
   struct Load {

@@ -57,6 +57,8 @@ void ToProto(const storage::JobRecord& job, pb::Job* out) {
   out->set_state(ToProto(job.state));
   *out->mutable_probe() = ProbeSpecToProto(job.spec);
   out->set_force(job.spec.force);
+  out->set_follow(!job.spec.follow_dir.empty());
+  if (job.spec.until_step.has_value()) out->set_until_step(*job.spec.until_step);
   int finished = 0;
   for (const storage::JobCheckpoint& checkpoint : job.checkpoints) {
     ToProto(checkpoint, out->add_checkpoints());

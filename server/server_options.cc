@@ -60,6 +60,20 @@ absl::Status ParseChoice(const std::string& flag, const std::string& value,
       absl::StrCat("--", flag, " got '", value, "'; want one of ", absl::StrJoin(choices, ", ")));
 }
 
+// A flag of seconds, more than 0 and at most a day.
+std::function<absl::Status(const std::string&)> SecondsSetter(const std::string& flag,
+                                                              double* out) {
+  return [flag, out](const std::string& v) {
+    double seconds = 0;
+    if (!absl::SimpleAtod(v, &seconds) || !(seconds > 0) || seconds > 86400) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " wants seconds, more than 0 and at most 86400, got '", v, "'"));
+    }
+    *out = seconds;
+    return absl::OkStatus();
+  };
+}
+
 }  // namespace
 
 std::string ServerUsage() {
@@ -83,6 +97,9 @@ flags:
                        remote anisoscope-worker processes (default 1)
   --lease-timeout S    seconds without a heartbeat after which a worker's lease expires and
                        its checkpoint goes back to pending (default 60)
+  --follow-interval S  how often the directories of jobs that follow a run being written
+                       (submit --follow, anisoscope follow) are listed for new whole
+                       checkpoints (default 2)
   --max-attempts N     leases of one checkpoint that may end without a result (expired or
                        retryable) before it fails with the last error (default 3)
   --device DEV         cpu, cuda or cuda:N (default cpu)
@@ -168,16 +185,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
        [&](const std::string& v) { return ParseInt("workers", v, 0, &options.workers); }},
       {"max-attempts",
        [&](const std::string& v) { return ParseInt("max-attempts", v, 1, &options.max_attempts); }},
-      {"lease-timeout",
-       [&](const std::string& v) {
-         double seconds = 0;
-         if (!absl::SimpleAtod(v, &seconds) || !(seconds > 0) || seconds > 86400) {
-           return absl::InvalidArgumentError(absl::StrCat(
-               "--lease-timeout wants seconds, more than 0 and at most 86400, got '", v, "'"));
-         }
-         options.lease_timeout_seconds = seconds;
-         return absl::OkStatus();
-       }},
+      {"lease-timeout", SecondsSetter("lease-timeout", &options.lease_timeout_seconds)},
+      {"follow-interval", SecondsSetter("follow-interval", &options.follow_interval_seconds)},
       {"device",
        [&](const std::string& v) {
          if (!IsDeviceName(v)) {

@@ -27,6 +27,8 @@ struct ServerOptions {
   int workers = 1;
   // --lease-timeout: seconds without a heartbeat after which a worker's lease expires.
   double lease_timeout_seconds = 60;
+  // --follow-interval: seconds between two looks at the directories of followed runs.
+  double follow_interval_seconds = 2;
   // --max-attempts: leases of one step that may end without a result before it fails.
   int max_attempts = 3;
   // --device, --dtype, --threads, --batch-size: how each worker's extractor runs.

@@ -77,6 +77,25 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
   return absl::OkStatus();
 }
 
+// Inserts `checkpoints` of job `job_id` as pending, inside the caller's transaction.
+absl::Status InsertCheckpoints(SqliteDb* db, int64_t job_id,
+                               const std::vector<CheckpointSpec>& checkpoints) {
+  ASSIGN_OR_RETURN(
+      Statement insert,
+      db->Prepare(
+          "INSERT INTO checkpoints (job_id, step, path, state) VALUES (?, ?, ?, 'pending')"));
+  for (const CheckpointSpec& checkpoint : checkpoints) {
+    insert.Reset();
+    RETURN_IF_ERROR(insert.BindAll(job_id, checkpoint.step, checkpoint.path));
+    const absl::Status status = insert.Run();
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("checkpoint at step ", checkpoint.step,
+                                                      " (listed twice?): ", status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 constexpr char kSelectJobs[] =
     "SELECT id, spec_json, state, error, created_at, updated_at, namespace FROM jobs ";
 
@@ -87,14 +106,18 @@ std::string JobSpecToJson(const JobSpec& spec) {
   for (const CheckpointSpec& checkpoint : spec.checkpoints) {
     checkpoints.push_back({{"step", checkpoint.step}, {"path", checkpoint.path}});
   }
-  const json out = {{"run", spec.run},
-                    {"probe_source", spec.probe_source},
-                    {"probe_path", spec.probe_path},
-                    {"probe_mode", spec.probe_mode},
-                    {"samples", spec.samples},
-                    {"seq_len", spec.seq_len},
-                    {"force", spec.force},
-                    {"checkpoints", std::move(checkpoints)}};
+  json out = {{"run", spec.run},
+              {"probe_source", spec.probe_source},
+              {"probe_path", spec.probe_path},
+              {"probe_mode", spec.probe_mode},
+              {"samples", spec.samples},
+              {"seq_len", spec.seq_len},
+              {"force", spec.force},
+              {"checkpoints", std::move(checkpoints)}};
+  if (!spec.follow_dir.empty()) {
+    out["follow_dir"] = spec.follow_dir;
+    if (spec.until_step.has_value()) out["until_step"] = *spec.until_step;
+  }
   return out.dump();
 }
 
@@ -109,6 +132,8 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& text) {
     spec.samples = in.value("samples", spec.samples);
     spec.seq_len = in.value("seq_len", spec.seq_len);
     spec.force = in.value("force", false);
+    spec.follow_dir = in.value("follow_dir", "");
+    if (in.contains("until_step")) spec.until_step = in.at("until_step").get<int64_t>();
     for (const json& checkpoint : in.value("checkpoints", json::array())) {
       spec.checkpoints.push_back(
           {checkpoint.at("step").get<int64_t>(), checkpoint.at("path").get<std::string>()});
@@ -132,21 +157,17 @@ absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec) {
   RETURN_IF_ERROR(insert.Run());
   const int64_t id = db->LastInsertRowId();
 
-  ASSIGN_OR_RETURN(
-      Statement checkpoint,
-      db->Prepare(
-          "INSERT INTO checkpoints (job_id, step, path, state) VALUES (?, ?, ?, 'pending')"));
-  for (const CheckpointSpec& spec_checkpoint : spec.checkpoints) {
-    checkpoint.Reset();
-    RETURN_IF_ERROR(checkpoint.BindAll(id, spec_checkpoint.step, spec_checkpoint.path));
-    const absl::Status status = checkpoint.Run();
-    if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("checkpoint at step ", spec_checkpoint.step,
-                                                      " (listed twice?): ", status.message()));
-    }
-  }
+  RETURN_IF_ERROR(InsertCheckpoints(db, id, spec.checkpoints));
   RETURN_IF_ERROR(transaction.Commit());
   return id;
+}
+
+absl::Status AddJobCheckpointsInDb(SqliteDb* db, int64_t job_id,
+                                   const std::vector<CheckpointSpec>& checkpoints) {
+  ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
+  RETURN_IF_ERROR(BumpUpdatedAt(db, job_id));
+  RETURN_IF_ERROR(InsertCheckpoints(db, job_id, checkpoints));
+  return transaction.Commit();
 }
 
 absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id) {

@@ -33,6 +33,10 @@ absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit, con
 absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
 // Jobs by state (every state, zeros included) and the database's size in bytes.
 absl::StatusOr<StoreStats> StoreStatsFromDb(SqliteDb* db);
+// Appends pending `checkpoints` to job `job_id` (a followed run's new steps) in one
+// transaction; NOT_FOUND for an unknown job, the store's error for a step it already has.
+absl::Status AddJobCheckpointsInDb(SqliteDb* db, int64_t job_id,
+                                   const std::vector<CheckpointSpec>& checkpoints);
 // NOT_FOUND for an unknown job or step. Both bump the job's updated_at.
 absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error);
 absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint);

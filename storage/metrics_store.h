@@ -64,6 +64,9 @@ class MetricsStore {
                                                           const std::string& run) = 0;
   // Ids of jobs left queued or running (to resume after a restart), oldest first.
   virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
+  // Appends pending checkpoints to a job (see AddJobCheckpointsInDb).
+  virtual absl::Status AddJobCheckpoints(int64_t job_id,
+                                         const std::vector<CheckpointSpec>& checkpoints) = 0;
   // Jobs by state and the database's size, for monitoring.
   virtual absl::StatusOr<StoreStats> Stats() = 0;
   virtual absl::Status SetJobState(int64_t id, JobState state, const std::string& error) = 0;

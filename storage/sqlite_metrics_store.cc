@@ -92,6 +92,12 @@ absl::StatusOr<std::vector<int64_t>> SqliteMetricsStore::UnfinishedJobs() {
   return UnfinishedJobsInDb(db_.get());
 }
 
+absl::Status SqliteMetricsStore::AddJobCheckpoints(int64_t job_id,
+                                                   const std::vector<CheckpointSpec>& checkpoints) {
+  absl::MutexLock lock(&mu_);
+  return AddJobCheckpointsInDb(db_.get(), job_id, checkpoints);
+}
+
 absl::StatusOr<StoreStats> SqliteMetricsStore::Stats() {
   absl::MutexLock lock(&mu_);
   return StoreStatsFromDb(db_.get());

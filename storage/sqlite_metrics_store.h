@@ -35,6 +35,8 @@ class SqliteMetricsStore : public MetricsStore {
                                                   const std::string& run) override;
   absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() override;
   absl::StatusOr<StoreStats> Stats() override;
+  absl::Status AddJobCheckpoints(int64_t job_id,
+                                 const std::vector<CheckpointSpec>& checkpoints) override;
   absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
   absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;
   absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,

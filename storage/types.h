@@ -141,8 +141,12 @@ struct JobSpec {
   int64_t samples = 128;
   int64_t seq_len = 0;                      // 0: the model's maximum
   bool force = false;                       // recompute steps already stored
-  std::vector<CheckpointSpec> checkpoints;  // ascending step
+  std::vector<CheckpointSpec> checkpoints;  // ascending step (as submitted)
   std::string ns = kDefaultNamespace;       // the run's namespace
+  // Non-empty: the directory being followed; each new whole step directory in it is added
+  // to the job, which runs until a step >= until_step (when set) is added and finished.
+  std::string follow_dir;
+  std::optional<int64_t> until_step;
 };
 
 // One checkpoint of a job (the `checkpoints` table).

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace anisoscope::analysis {
 namespace {
@@ -69,6 +70,15 @@ std::optional<int64_t> ParseStep(std::string_view directory_name) {
 }
 
 absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem::path& dir) {
+  ASSIGN_OR_RETURN(std::vector<DiscoveredStep> steps, ListStepDirectories(dir));
+  if (steps.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir.string(), ": no subdirectory names a training step"));
+  }
+  return steps;
+}
+
+absl::StatusOr<std::vector<DiscoveredStep>> ListStepDirectories(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::InvalidArgumentError(absl::StrCat(dir.string(), " is not a directory"));
@@ -94,10 +104,6 @@ absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem:
                                                      " and ", steps[i].path.string(),
                                                      " both name step ", steps[i].step));
     }
-  }
-  if (steps.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir.string(), ": no subdirectory names a training step"));
   }
   return steps;
 }

@@ -27,5 +27,7 @@ std::optional<int64_t> ParseStep(std::string_view directory_name);
 // without a step in their name are ignored; INVALID_ARGUMENT when two share a step or
 // none is found, naming `dir`.
 absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem::path& dir);
+// The same, where none is no error (a followed run before its first checkpoint).
+absl::StatusOr<std::vector<DiscoveredStep>> ListStepDirectories(const std::filesystem::path& dir);
 
 }  // namespace anisoscope::analysis

@@ -372,8 +372,10 @@ class OpenApiDocumentTest(unittest.TestCase):
                     if label == "repeated":
                         want = ("array", want)
                     self.assertEqual(schema_tag(self.validator, prop), want, f"{name}.{field}")
-                    # Printed with default values: only a singular message field may be absent.
-                    if label == "repeated" or kind in SCALAR_TYPES or kind in self.enums:
+                    # Printed with default values: only a singular message field, or a
+                    # proto3 optional one (explicit presence), may be absent.
+                    if label != "optional" and (label == "repeated" or kind in SCALAR_TYPES
+                                                or kind in self.enums):
                         self.assertIn(json_name(field), required, f"{name}.{field}")
                 self.assertLessEqual(required, set(schema["properties"]))
 
