@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/admin_commands.h"
 #include "client/job_commands.h"
@@ -47,28 +46,21 @@ std::vector<Command> AllCommands() {
   return commands;
 }
 
-// Sets `connection`'s field for global flag `word` (and its value at args[*i + 1]);
-// false when `word` is not a global flag; a usage error message in `*error`.
-bool TakeGlobalFlag(const std::vector<std::string>& args, size_t* i, Connection* connection,
-                    std::string* error) {
-  const std::string& word = args[*i];
+// The top level of the command line: the global flags, up to COMMAND.
+CommandSpec TopLevelSpec() {
+  CommandSpec spec;
+  spec.command_follows = true;
   for (const GlobalFlag& flag : GlobalFlags()) {
-    const std::string name = absl::StrCat("--", flag.name);
-    if (word == name) {
-      if (*i + 1 == args.size() || args[*i + 1].empty() || args[*i + 1][0] == '-') {
-        *error = absl::StrCat(name, " requires a value (", flag.value_name, ")");
-      } else {
-        connection->*flag.field = args[++*i];
-      }
-      return true;
-    }
-    if (absl::StartsWith(word, name + "=")) {
-      connection->*flag.field = word.substr(name.size() + 1);
-      if ((connection->*flag.field).empty()) *error = absl::StrCat(name, ": value is empty");
-      return true;
-    }
+    spec.flags.push_back(StringFlag(flag.name, flag.value_name, flag.help));
   }
-  return false;
+  return spec;
+}
+
+// Sets `connection`'s fields from the global flags in `args`.
+void TakeGlobalFlags(const ParsedArgs& args, Connection* connection) {
+  for (const GlobalFlag& flag : GlobalFlags()) {
+    if (args.Has(flag.name)) connection->*flag.field = args.GetString(flag.name);
+  }
 }
 
 }  // namespace
@@ -107,28 +99,17 @@ std::string TopLevelUsage() {
 int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   Connection connection = env.from_env;
   CommandContext top(env, connection);
-  size_t i = 0;
-  // Global flags, up to the command name.
-  for (; i < args.size(); ++i) {
-    const std::string& word = args[i];
-    if (word == "--help" || word == "-h") {
-      env.out->write(TopLevelUsage().data(), TopLevelUsage().size());
-      return kExitOk;
-    }
-    std::string error;
-    if (TakeGlobalFlag(args, &i, &connection, &error)) {
-      if (!error.empty()) return top.UsageError(error);
-    } else if (!word.empty() && word[0] == '-') {
-      return top.UsageError(absl::StrCat("unknown flag ", word, " (see 'anisoscope --help')"));
-    } else {
-      break;
-    }
+  absl::StatusOr<ParsedArgs> global = ParseArgs(TopLevelSpec(), args);
+  if (!global.ok()) return top.UsageError(global.status().message());
+  if (global->help()) {
+    *env.out << TopLevelUsage();
+    return kExitOk;
   }
-  if (i == args.size()) {
-    return top.UsageError("missing COMMAND (see 'anisoscope --help')");
-  }
-  std::string name = args[i++];
-  std::vector<std::string> rest(args.begin() + i, args.end());
+  TakeGlobalFlags(*global, &connection);
+  std::vector<std::string> rest = global->positionals();
+  if (rest.empty()) return top.UsageError("missing COMMAND (see 'anisoscope --help')");
+  std::string name = rest.front();
+  rest.erase(rest.begin());
   if (name == "help") {  // `anisoscope help [COMMAND]`
     if (rest.empty()) {
       *env.out << TopLevelUsage();
@@ -145,9 +126,7 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
       *env.out << CommandUsage(command.spec);
       return kExitOk;
     }
-    for (const GlobalFlag& flag : GlobalFlags()) {
-      if (parsed->Has(flag.name)) connection.*flag.field = parsed->GetString(flag.name);
-    }
+    TakeGlobalFlags(*parsed, &connection);
     return command.run(*parsed, CommandContext(env, connection));
   }
   return top.UsageError(absl::StrCat("unknown command '", name, "' (see 'anisoscope --help')"));

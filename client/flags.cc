@@ -1,23 +1,19 @@
 #include "client/flags.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 
 namespace anisoscope::client {
 namespace {
-
-const FlagSpec* FindFlag(const CommandSpec& spec, const std::string& name) {
-  for (const FlagSpec& flag : spec.flags) {
-    if (flag.name == name) return &flag;
-  }
-  return nullptr;
-}
 
 std::string ValueName(const FlagSpec& flag) {
   if (!flag.choices.empty()) return absl::StrJoin(flag.choices, "|");
@@ -134,54 +130,105 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
                                      const std::vector<std::string>& args) {
   ParsedArgs parsed;
   for (const std::string& word : args) {
-    if (word == "--") break;
+    if (word == "--" || (spec.command_follows && !LooksLikeFlag(word))) break;
     if (word == "--help" || word == "-h") {
       parsed.help_ = true;
       return parsed;
     }
   }
-  const std::string see_help = absl::StrCat(" (see 'anisoscope ", spec.name, " --help')");
-  bool flags_ended = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& word = args[i];
-    if (flags_ended || !LooksLikeFlag(word)) {
-      parsed.positionals_.push_back(word);
+  const std::string see_help = spec.name.empty()
+                                   ? " (see 'anisoscope --help')"
+                                   : absl::StrCat(" (see 'anisoscope ", spec.name, " --help')");
+  const std::string for_command = spec.name.empty() ? "" : absl::StrCat(" for '", spec.name, "'");
+  // What CLI11 would take silently: a flag's value that is missing or empty.
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    if (spec.command_follows && !LooksLikeFlag(args[i])) break;
+    for (const FlagSpec& flag : spec.flags) {
+      const std::string name = absl::StrCat("--", flag.name);
+      if (flag.kind == FlagKind::kBool) continue;
+      if (args[i] == name + "=") return absl::InvalidArgumentError(name + ": value is empty");
+      if (args[i] == name && (i + 1 == args.size() || LooksLikeFlag(args[i + 1]))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " requires a value (", ValueName(flag), ")"));
+      }
+    }
+  }
+  CLI::App app(spec.summary, spec.name);
+  app.set_help_flag();  // --help is handled above, before any other check
+  app.allow_extras();   // named below, the way this CLI names them
+  app.positionals_at_end(false);
+  // CLI11 fills these; empty vectors for flags not given.
+  std::map<std::string, std::vector<std::string>> given;
+  for (const FlagSpec& flag : spec.flags) {
+    std::vector<std::string>& slot = given[flag.name];
+    if (flag.kind == FlagKind::kBool) {
+      app.add_flag_function(
+             "--" + flag.name, [&slot](int64_t) { slot = {"true"}; }, flag.help)
+          ->disable_flag_override();
       continue;
     }
-    if (word == "--") {
+    app.add_option("--" + flag.name, slot, flag.help)
+        ->type_name(ValueName(flag))
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(flag.kind == FlagKind::kRepeated ? CLI::MultiOptionPolicy::TakeAll
+                                                               : CLI::MultiOptionPolicy::TakeLast)
+        ->check(CLI::Validator(
+            [&flag](const std::string& value) {
+              // CLI11 puts "--name: " in front of the message itself.
+              const absl::Status status = CheckValue(flag, value);
+              const std::string prefix = absl::StrCat("--", flag.name, ": ");
+              return status.ok() ? std::string()
+                                 : std::string(absl::StripPrefix(status.message(), prefix));
+            },
+            ""));
+  }
+  if (spec.command_follows) {
+    app.prefix_command();
+  } else {
+    app.add_option("positionals", parsed.positionals_)->expected(0, -1);
+  }
+  std::vector<const char*> argv = {spec.name.c_str()};
+  for (const std::string& word : args) argv.push_back(word.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ValidationError& error) {
+    // Our validators' messages already name the flag: "--samples: expected an integer ...".
+    const std::string message = error.what();
+    return absl::InvalidArgumentError(message.substr(message.find("--")));
+  } catch (const CLI::ParseError& error) {
+    const std::string message = error.what();
+    for (const FlagSpec& flag : spec.flags) {
+      const std::string name = absl::StrCat("--", flag.name);
+      const absl::string_view rest = absl::StripPrefix(absl::StripPrefix(message, "--"), flag.name);
+      if (rest.size() == message.size() || rest.empty() || (rest[0] != ':' && rest[0] != ' ')) {
+        continue;
+      }
+      return absl::InvalidArgumentError(
+          flag.kind == FlagKind::kBool
+              ? absl::StrCat(name, " takes no value")
+              : absl::StrCat(name, " requires a value (", ValueName(flag), ")"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.name, spec.name.empty() ? "" : ": ", message, see_help));
+  }
+  bool flags_ended = false;
+  for (const std::string& extra : app.remaining()) {
+    if (!flags_ended && extra == "--") {
       flags_ended = true;
       continue;
     }
-    if (word.rfind("--", 0) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag ", word, " for '", spec.name, "'", see_help));
+    if (!flags_ended && LooksLikeFlag(extra)) {
+      const std::string name = extra.substr(0, extra.find('='));
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", name, for_command, see_help));
     }
-    const size_t eq = word.find('=');
-    const std::string name = word.substr(2, eq == std::string::npos ? eq : eq - 2);
-    const FlagSpec* flag = FindFlag(spec, name);
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " for '", spec.name, "'", see_help));
-    }
-    std::string value;
-    if (flag->kind == FlagKind::kBool) {
-      if (eq != std::string::npos) {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
-      }
-      value = "true";
-    } else if (eq != std::string::npos) {
-      value = word.substr(eq + 1);
-    } else if (i + 1 < args.size() && !LooksLikeFlag(args[i + 1])) {
-      value = args[++i];
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", name, " requires a value (", ValueName(*flag), ")"));
-    }
-    if (absl::Status status = CheckValue(*flag, value); !status.ok()) return status;
-    std::vector<std::string>& slot = parsed.values_[name];
-    if (flag->kind != FlagKind::kRepeated) slot.clear();
-    slot.push_back(std::move(value));
+    parsed.positionals_.push_back(extra);
+    if (spec.command_follows) flags_ended = true;  // COMMAND's own flags are its business
   }
+  for (auto& [name, values] : given) {
+    if (!values.empty()) parsed.values_[name] = std::move(values);
+  }
+  if (spec.command_follows) return parsed;
   if (parsed.positionals_.size() < spec.positionals.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         spec.name, ": missing ", spec.positionals[parsed.positionals_.size()].name, see_help));

@@ -1,6 +1,6 @@
-// A tiny argv parser for the CLI: one CommandSpec per command describes its flags and
-// positional arguments; the same spec drives parsing and the `--help` text, so the help
-// cannot drift from what is accepted.
+// The flags of each CLI command, declared once: one CommandSpec per command describes its
+// flags and positional arguments; ParseArgs parses with CLI11 from it and CommandUsage writes
+// the `--help` text from it, so the help cannot drift from what is accepted.
 //
 // Accepted forms: `--name value`, `--name=value`, booleans as `--name`, repeatable flags
 // given several times, positional arguments anywhere, and `--` to end the flags.
@@ -45,6 +45,9 @@ struct CommandSpec {
   std::vector<PositionalSpec> positionals;  // all required, in order
   std::vector<FlagSpec> flags;
   std::string details;  // free text appended to the help (may be empty)
+  // The top level (name empty): parsing stops at the first positional argument, COMMAND;
+  // it and every word after it are positionals(), for the command to parse.
+  bool command_follows = false;
 };
 
 // Factories for the flag kinds, so that specs read as one line per flag.

@@ -48,9 +48,11 @@ struct ServerOptions {
   bool help = false;
 };
 
-// Parses argv (argv[0] is skipped). Accepts `--flag value` and `--flag=value`.
-// INVALID_ARGUMENT with a one-line message for an unknown flag, a missing or malformed
-// value, or a missing --allow-root (unless --help).
+// Parses argv (argv[0] is skipped) with CLI11: `--flag value` and `--flag=value`, each flag
+// also from a --config TOML file and from $ANISOSCOPE_<FLAG>, in that order of precedence
+// after the command line.
+// INVALID_ARGUMENT with a one-line message naming the flag for an unknown flag, a missing
+// or malformed value, or a missing --allow-root (unless --help).
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* argv);
 
 // The --help text, listing every flag with its default.

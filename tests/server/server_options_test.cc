@@ -1,7 +1,12 @@
 #include "server/server_options.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace anisoscope::server {
@@ -40,6 +45,9 @@ TEST(ServerOptionsTest, EveryFlagMapsOntoItsField) {
   EXPECT_EQ(options->extractor.batch_size, 16);
   EXPECT_EQ(options->extractor.dtype, "bfloat16");
   EXPECT_EQ(options->log_level, "debug");
+  EXPECT_EQ(Parse({"--allow-root", "/a", "--listen", "127.0.0.1:1", "--listen=127.0.0.1:2"})
+                ->listen,
+            "127.0.0.1:2");  // the last one wins
 }
 
 TEST(ServerOptionsTest, BadFlagsAreOneLineErrors) {
@@ -66,12 +74,44 @@ TEST(ServerOptionsTest, BadFlagsAreOneLineErrors) {
   }
 }
 
+TEST(ServerOptionsTest, CommandLineThenConfigFileThenEnvironment) {
+  const std::string config =
+      ::testing::TempDir() + "/server_options_test_" + std::to_string(::getpid()) + ".toml";
+  std::ofstream(config) << "db = \"/srv/team.db\"\nallow-root = [\"/c1\", \"/c2\"]\n"
+                        << "workers = 2\nhttp-listen = \"0.0.0.0:8080\"\n";
+  auto from_file = Parse({"--config", config.c_str()});
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  EXPECT_EQ(from_file->db, "/srv/team.db");
+  EXPECT_EQ(from_file->allow_roots, (std::vector<std::string>{"/c1", "/c2"}));
+  EXPECT_EQ(from_file->workers, 2);
+  EXPECT_EQ(from_file->http_listen, "0.0.0.0:8080");
+  // The environment fills in what neither the command line nor the file sets.
+  setenv("ANISOSCOPE_WORKERS", "5", 1);
+  setenv("ANISOSCOPE_THREADS", "3", 1);
+  auto with_env = Parse({"--config", config.c_str()});
+  ASSERT_TRUE(with_env.ok()) << with_env.status();
+  EXPECT_EQ(with_env->workers, 2);
+  EXPECT_EQ(with_env->extractor.num_threads, 3);
+  EXPECT_EQ(Parse({"--config", config.c_str(), "--workers", "7"})->workers, 7);
+  setenv("ANISOSCOPE_THREADS", "many", 1);
+  EXPECT_FALSE(Parse({"--config", config.c_str()}).ok());
+  unsetenv("ANISOSCOPE_WORKERS");
+  unsetenv("ANISOSCOPE_THREADS");
+  std::ofstream(config) << "wokers = 2\nallow-root = [\"/c1\"]\n";
+  const auto misspelt = Parse({"--config", config.c_str()});
+  ASSERT_FALSE(misspelt.ok());
+  EXPECT_NE(std::string(misspelt.status().message()).find("wokers"), std::string::npos)
+      << misspelt.status();
+  std::remove(config.c_str());
+}
+
 TEST(ServerOptionsTest, HelpNeedsNothingElseAndListsEveryFlag) {
   auto options = Parse({"--help"});
   ASSERT_TRUE(options.ok());
   EXPECT_TRUE(options->help);
-  for (const char* flag : {"--listen", "--db", "--allow-root", "--workers", "--device", "--threads",
-                           "--batch-size", "--dtype", "--log-level", "--help"}) {
+  for (const char* flag :
+       {"--listen", "--db", "--allow-root", "--workers", "--device", "--threads", "--batch-size",
+        "--dtype", "--log-level", "--help", "--config", "--follow-interval", "--auth"}) {
     EXPECT_NE(ServerUsage().find(flag), std::string::npos) << flag;
   }
 }
