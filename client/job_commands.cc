@@ -32,44 +32,62 @@ int64_t JobId(const ParsedArgs& args, const CommandContext& context) {
   return id;
 }
 
-int RunSubmit(const ParsedArgs& args, const CommandContext& context) {
-  absl::StatusOr<v1::SubmitJobRequest> request = BuildSubmitRequest(args, context.cwd());
-  if (!request.ok()) return context.UsageError(request.status().message());
-  auto channel = context.Connect();
-  if (!channel.ok()) return context.Error(channel.status().message());
-  auto stub = v1::JobService::NewStub(*channel);
+// A submitted job: its channel and the job as stored, or the exit code of the error
+// already reported.
+struct Submitted {
+  int exit_code = kExitOk;
+  std::shared_ptr<grpc::Channel> channel;
+  v1::Job job;
+};
+
+// Builds the request of `submit` (with `follow`: of `follow`) and submits it.
+Submitted BuildAndSubmit(const ParsedArgs& args, const CommandContext& context, bool follow,
+                         v1::SubmitJobRequest* request) {
+  Submitted submitted;
+  absl::StatusOr<v1::SubmitJobRequest> built = BuildSubmitRequest(args, context.cwd(), follow);
+  if (!built.ok()) {
+    submitted.exit_code = context.UsageError(built.status().message());
+    return submitted;
+  }
+  *request = *std::move(built);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = context.Connect();
+  if (!channel.ok()) {
+    submitted.exit_code = context.Error(channel.status().message());
+    return submitted;
+  }
+  submitted.channel = *channel;
   grpc::ClientContext rpc;
   context.Prepare(&rpc);
-  v1::Job job;
-  if (grpc::Status status = stub->SubmitJob(&rpc, *request, &job); !status.ok()) {
-    return context.RpcError(status);
-  }
+  const grpc::Status status =
+      v1::JobService::NewStub(submitted.channel)->SubmitJob(&rpc, *request, &submitted.job);
+  if (!status.ok()) submitted.exit_code = context.RpcError(status);
+  return submitted;
+}
+
+int RunSubmit(const ParsedArgs& args, const CommandContext& context) {
+  v1::SubmitJobRequest request;
+  const Submitted submitted = BuildAndSubmit(args, context, /*follow=*/false, &request);
+  if (submitted.exit_code != kExitOk) return submitted.exit_code;
+  const v1::Job& job = submitted.job;
   const int count = job.steps_total() > 0 ? job.steps_total() : job.checkpoints_size();
   context.out() << "job " << job.id() << " submitted: " << count << " checkpoint"
                 << (count == 1 ? "" : "s") << " of run " << job.run() << "\n"
                 << std::flush;
   if (!args.Has("wait")) return kExitOk;
-  return WatchUntilFinished(context, *channel, job.id());
+  return WatchUntilFinished(context, submitted.channel, job.id());
 }
 
 int RunFollow(const ParsedArgs& args, const CommandContext& context) {
-  absl::StatusOr<v1::SubmitJobRequest> request =
-      BuildSubmitRequest(args, context.cwd(), /*follow=*/true);
-  if (!request.ok()) return context.UsageError(request.status().message());
-  auto channel = context.Connect();
-  if (!channel.ok()) return context.Error(channel.status().message());
-  auto stub = v1::JobService::NewStub(*channel);
-  grpc::ClientContext rpc;
-  context.Prepare(&rpc);
-  v1::Job job;
-  if (grpc::Status status = stub->SubmitJob(&rpc, *request, &job); !status.ok()) {
-    return context.RpcError(status);
-  }
-  context.out() << "job " << job.id() << " follows " << request->checkpoints_dir() << " for run "
+  v1::SubmitJobRequest request;
+  const Submitted submitted = BuildAndSubmit(args, context, /*follow=*/true, &request);
+  if (submitted.exit_code != kExitOk) return submitted.exit_code;
+  const v1::Job& job = submitted.job;
+  auto stub = v1::JobService::NewStub(submitted.channel);
+  context.out() << "job " << job.id() << " follows " << request.checkpoints_dir() << " for run "
                 << job.run() << ": " << job.checkpoints_size() << " whole checkpoint"
                 << (job.checkpoints_size() == 1 ? "" : "s") << " so far"
-                << (request->has_until_step() ? absl::StrCat(", until step ", request->until_step())
-                                              : std::string())
+                << (request.has_until_step() ? absl::StrCat(", until step ", request.until_step())
+                                             : std::string())
                 << " (Ctrl-C stops)\n"
                 << std::flush;
   // Ctrl-C cancels the job: the steps stored so far stay, the watch below ends.
@@ -84,7 +102,7 @@ int RunFollow(const ParsedArgs& args, const CommandContext& context) {
     }
   });
   v1::Job last;
-  const int code = WatchUntilFinished(context, *channel, job.id(), &last);
+  const int code = WatchUntilFinished(context, submitted.channel, job.id(), &last);
   if (!guard.interrupted() || last.state() != v1::JOB_STATE_CANCELLED) return code;
   for (const v1::CheckpointStatus& checkpoint : last.checkpoints()) {
     if (checkpoint.state() == v1::STEP_STATE_FAILED) return kExitFailure;
