@@ -179,7 +179,8 @@ class Client:
     # ---- Jobs ------------------------------------------------------------------------
 
     def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
-               probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False):
+               probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False,
+               follow=False, until_step=None):
         """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
 
         checkpoints_dir: a directory whose subdirectories are the steps; or
@@ -189,13 +190,16 @@ class Client:
             probe_mode "windows" (default) or "lines".
         samples: probe samples (0: 128); seq_len: tokens per sample (0: the model's max).
         force: recompute and replace steps already stored for this probe.
+        follow: keep watching checkpoints_dir: each new step directory joins the job once
+            it is whole, until step until_step (when given) is analysed or the job is
+            cancelled (a run being trained; see `anisoscope follow`).
         Relative paths are made absolute against the current directory; the server reads
         them and refuses paths outside its allowed roots (PERMISSION_DENIED).
         """
         request = submit_request(run, checkpoints_dir=checkpoints_dir, checkpoints=checkpoints,
                                  probe_tokens=probe_tokens, probe_text=probe_text,
                                  probe_mode=probe_mode, samples=samples, seq_len=seq_len,
-                                 force=force)
+                                 force=force, follow=follow, until_step=until_step)
         return Job.from_proto(self._call(self._jobs.SubmitJob, request))
 
     def wait(self, job, *, progress=None, timeout=None):

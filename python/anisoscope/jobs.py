@@ -33,7 +33,7 @@ def add_checkpoints(request, checkpoints):
 
 
 def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_text, probe_mode,
-                   samples, seq_len, force):
+                   samples, seq_len, force, follow=False, until_step=None):
     """The SubmitJobRequest of Client.submit; ValueError names the argument at fault."""
     if (checkpoints_dir is None) == (checkpoints is None):
         raise ValueError("submit: give checkpoints_dir or checkpoints, not both"
@@ -47,7 +47,13 @@ def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_tex
         raise ValueError("probe_mode: applies only to probe_text")
     if probe_mode is not None and probe_mode not in PROBE_MODES:
         raise ValueError(f"probe_mode: expected 'windows' or 'lines', got {probe_mode!r}")
-    request = pb.SubmitJobRequest(run=run, force=force)
+    if follow and checkpoints_dir is None:
+        raise ValueError("follow: watches a directory: give checkpoints_dir")
+    if until_step is not None and not follow:
+        raise ValueError("until_step: applies to follow")
+    request = pb.SubmitJobRequest(run=run, force=force, follow=follow)
+    if until_step is not None:
+        request.until_step = operator.index(until_step)
     if checkpoints_dir is not None:
         request.checkpoints_dir = absolute_path(checkpoints_dir)
     else:

@@ -4,7 +4,7 @@ Enum values become lowercase words of their wire names, as the CLI prints them:
 JOB_STATE_SUCCEEDED -> "succeeded", STEP_STATE_SKIPPED -> "skipped".
 """
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from anisoscope._wire import pb
 
@@ -98,6 +98,8 @@ class Job:
     steps_total: int
     steps_finished: int  # done + skipped + failed + cancelled
     namespace: str
+    follow: bool = False  # watching its checkpoints directory for new steps
+    until_step: Optional[int] = None  # with follow: the job ends after this step
 
     @property
     def finished(self):
@@ -116,4 +118,5 @@ class Job:
                    ProbeSpec.from_proto(job.probe), job.force,
                    [Checkpoint.from_proto(c) for c in job.checkpoints], job.error,
                    job.created_at, job.updated_at, job.steps_total, job.steps_finished,
-                   job.namespace)
+                   job.namespace, job.follow,
+                   job.until_step if job.HasField("until_step") else None)

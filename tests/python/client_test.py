@@ -281,6 +281,10 @@ class ErrorTest(unittest.TestCase):
              "expected 'windows' or 'lines'"),
             (dict(checkpoints=[(0, bin_dir), (0, bin_dir)], probe_tokens=PROBE), "given twice"),
             (dict(checkpoints={}, probe_tokens=PROBE), "no checkpoint given"),
+            (dict(checkpoints={0: bin_dir}, probe_tokens=PROBE, follow=True),
+             "give checkpoints_dir"),
+            (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, until_step=5),
+             "applies to follow"),
         ]
         for arguments, message in cases:
             with self.subTest(message), self.assertRaisesRegex(ValueError, message):
@@ -330,6 +334,19 @@ class JobTest(unittest.TestCase):
         self.assertEqual([(c.step, c.state) for c in error.job.checkpoints],
                          [(100, "failed"), (400, "done")])
         self.assertRegex(str(error), rf"^job {job.id} failed.*step 100: .*config\.json")
+
+    def test_follow_takes_each_checkpoint_written_into_the_directory(self):
+        live = os.path.join(WORK, "live")
+        os.makedirs(live)
+        job = CLIENT.submit("followed", checkpoints_dir=live, probe_tokens=PROBE, follow=True,
+                            until_step=250)
+        self.assertEqual((job.follow, job.until_step, job.checkpoints), (True, 250, []))
+        for step in (0, 250):
+            shutil.copytree(os.path.join(FIXTURE, "bin", f"step_{step}"),
+                            os.path.join(live, f"step_{step}"))
+        final = CLIENT.wait(job, progress=False, timeout=120)
+        self.assertEqual([(c.step, c.state) for c in final.checkpoints],
+                         [(0, "done"), (250, "done")])
 
     def test_relative_checkpoint_paths_are_made_absolute(self):
         with contextlib.chdir(FIXTURE):
