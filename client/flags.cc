@@ -197,17 +197,15 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
     const std::string message = error.what();
     return absl::InvalidArgumentError(message.substr(message.find("--")));
   } catch (const CLI::ParseError& error) {
+    // Missing and empty values were refused above; what CLI11 still names is a boolean flag
+    // given a value ("force was given a disallowed flag override").
     const std::string message = error.what();
     for (const FlagSpec& flag : spec.flags) {
-      const std::string name = absl::StrCat("--", flag.name);
       const absl::string_view rest = absl::StripPrefix(absl::StripPrefix(message, "--"), flag.name);
-      if (rest.size() == message.size() || rest.empty() || (rest[0] != ':' && rest[0] != ' ')) {
-        continue;
+      if (flag.kind == FlagKind::kBool && rest.size() < message.size() && !rest.empty() &&
+          (rest[0] == ':' || rest[0] == ' ')) {
+        return absl::InvalidArgumentError(absl::StrCat("--", flag.name, " takes no value"));
       }
-      return absl::InvalidArgumentError(
-          flag.kind == FlagKind::kBool
-              ? absl::StrCat(name, " takes no value")
-              : absl::StrCat(name, " requires a value (", ValueName(flag), ")"));
     }
     return absl::InvalidArgumentError(
         absl::StrCat(spec.name, spec.name.empty() ? "" : ": ", message, see_help));

@@ -15,6 +15,7 @@ namespace {
 // How often a token's last_used_at is written.
 constexpr absl::Duration kUseNotedEvery = absl::Minutes(1);
 constexpr size_t kMaxNamespaceLength = 64;
+constexpr Role kRoles[] = {Role::kReader, Role::kWriter, Role::kWorker, Role::kAdmin};
 
 const char* ActionText(Action action) {
   switch (action) {
@@ -47,10 +48,16 @@ const char* RoleName(Role role) {
 }
 
 std::optional<Role> ParseRole(std::string_view name) {
-  for (Role role : {Role::kReader, Role::kWriter, Role::kWorker, Role::kAdmin}) {
+  for (const Role role : kRoles) {
     if (name == RoleName(role)) return role;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> RoleNames() {
+  std::vector<std::string> names;
+  for (const Role role : kRoles) names.emplace_back(RoleName(role));
+  return names;
 }
 
 bool RoleMay(Role role, Action action) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -37,6 +38,7 @@ enum class Action {
 
 const char* RoleName(Role role);  // "reader", "writer", "worker", "admin"
 std::optional<Role> ParseRole(std::string_view name);
+std::vector<std::string> RoleNames();  // every RoleName, least to most allowed
 // The permission table: reader reads; writer reads and writes; worker works; admin all.
 bool RoleMay(Role role, Action action);
 // INVALID_ARGUMENT unless `ns` is 1-64 of [A-Za-z0-9._-].

@@ -160,7 +160,7 @@ int RunHostCommand(int argc, const char* const* argv, std::ostream& out, std::os
                    "reader: list and query; writer: also submit and cancel; worker: only the "
                    "worker service; admin: everything, every namespace")
       ->required()
-      ->check(CLI::IsMember({"reader", "writer", "worker", "admin"}));
+      ->check(CLI::IsMember(RoleNames()));
   create->add_option("--namespace", request.ns, "the team or project it belongs to")
       ->capture_default_str();
   CLI::App* list = tokens->add_subcommand("list", "every token (never the tokens themselves)");

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -290,40 +291,44 @@ absl::StatusOr<fs::path> ResolveStaticFile(const fs::path& web_dir, const std::s
   return resolved;
 }
 
+std::string RoutePattern(const std::string& path) {
+  return std::regex_replace(path, std::regex(R"(\{[a-z_]+\})"), "([^/]+)");
+}
+
 std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
                                 AccessControl* access) {
   using namespace ::anisoscope::v1;  // NOLINT: the message names, for the table below
   using std::string;
   return {
-      {"/api/v1/runs", "/api/v1/runs", "/api/v1/runs",
+      {"/api/v1/runs", "/api/v1/runs",
        ApiHandler<ListRunsRequest, ListRunsResponse>(
            access, [store](const string& ns,
                            const ListRunsRequest& r) { return queries::ListRuns(*store, ns, r); })},
-      {"/api/v1/series", "/api/v1/series", "/api/v1/series?run=r&metric=qk_mean_cosine",
+      {"/api/v1/series", "/api/v1/series?run=r&metric=qk_mean_cosine",
        ApiHandler<QuerySeriesRequest, QuerySeriesResponse>(
            access,
            [store](const string& ns, const QuerySeriesRequest& r) {
              return queries::QuerySeries(*store, ns, r);
            })},
-      {"/api/v1/vectors", "/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
+      {"/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
        ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(
            access,
            [store](const string& ns, const QueryVectorsRequest& r) {
              return queries::QueryVectors(*store, ns, r);
            })},
-      {"/api/v1/trajectory", "/api/v1/trajectory", "/api/v1/trajectory?run=r",
+      {"/api/v1/trajectory", "/api/v1/trajectory?run=r",
        ApiHandler<QueryTrajectoryRequest, QueryTrajectoryResponse>(
            access,
            [store](const string& ns, const QueryTrajectoryRequest& r) {
              return queries::QueryTrajectory(*store, ns, r);
            })},
-      {"/api/v1/jobs", "/api/v1/jobs", "/api/v1/jobs",
+      {"/api/v1/jobs", "/api/v1/jobs",
        ApiHandler<ListJobsRequest, ListJobsResponse>(
            access,
            [runner](const string& ns, const ListJobsRequest& r) {
              return queries::ListJobs(*runner, ns, r);
            })},
-      {"/api/v1/jobs/{id}", R"(/api/v1/jobs/([^/]+))", "/api/v1/jobs/1",
+      {"/api/v1/jobs/{id}", "/api/v1/jobs/1",
        ApiHandler<GetJobRequest, Job>(
            access,
            [runner](const string& ns, const GetJobRequest& r) {
@@ -336,9 +341,10 @@ std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
 void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
                    AccessControl* access, ServiceMetrics* metrics, const fs::path& web_dir) {
   for (ApiRoute& route : ApiRoutes(store, runner, access)) {
-    server->Get(route.pattern, metrics == nullptr ? std::move(route.handler)
-                                                  : TimedHttpHandler(metrics, route.path,
-                                                                     std::move(route.handler)));
+    server->Get(RoutePattern(route.path),
+                metrics == nullptr
+                    ? std::move(route.handler)
+                    : TimedHttpHandler(metrics, route.path, std::move(route.handler)));
   }
   if (metrics != nullptr) {
     server->Get(kMetricsPath, [=](const httplib::Request& req, httplib::Response& res) {

@@ -62,13 +62,16 @@ absl::StatusOr<std::filesystem::path> ResolveStaticFile(const std::filesystem::p
 // Authorization header, the `namespace` parameter) before anything else.
 struct ApiRoute {
   std::string path;     // as docs/openapi.yaml names it, e.g. "/api/v1/jobs/{id}"
-  std::string pattern;  // httplib's regex, e.g. "/api/v1/jobs/([^/]+)"
   std::string example;  // a path (and query) it serves, for tests over every route
   std::function<void(const httplib::Request&, httplib::Response&)> handler;
 };
 // The /api/v1 routes, in the one table InstallRoutes installs.
 std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
                                 AccessControl* access);
+
+// httplib's regex for an ApiRoute path: each {name} matches one segment,
+// "/api/v1/jobs/{id}" -> "/api/v1/jobs/([^/]+)".
+std::string RoutePattern(const std::string& path);
 
 // The path of the Prometheus text exposition (ServiceMetrics, the runner's load, the
 // store's stats); a caller who may read (any namespace) may scrape it.

@@ -45,7 +45,9 @@ class MetricsStore {
   // ---- Queries ----
   // Namespace `ns`'s runs by name.
   virtual absl::StatusOr<std::vector<RunInfo>> ListRuns(const std::string& ns) = 0;
-  // One run of namespace `ns`; NOT_FOUND (listing the namespace's runs) when unknown.
+  // One run of namespace `ns`: name, family, shape and creation time; probes and steps are
+  // left empty (one row read, for checking queries). NOT_FOUND (listing the namespace's
+  // runs) when unknown.
   virtual absl::StatusOr<RunInfo> GetRun(const std::string& ns, const std::string& run) = 0;
   // NOT_FOUND for an unknown run or probe; INVALID_ARGUMENT for an unknown metric (the
   // message lists the stored ones); FAILED_PRECONDITION when probe_id is empty and the run

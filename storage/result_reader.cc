@@ -65,15 +65,13 @@ int64_t ToStep(const std::optional<int64_t>& step) {
   return step.value_or(std::numeric_limits<int64_t>::max());
 }
 
-// The runs of namespace `ns` (only `name`'s unless it is empty) by name, with their probes
-// and distinct steps.
-absl::StatusOr<std::vector<RunInfo>> RunsInDb(SqliteDb* db, const std::string& ns,
-                                              const std::string& name) {
+}  // namespace
+
+absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns) {
   ASSIGN_OR_RETURN(Statement runs,
                    db->Prepare("SELECT id, name, model_family, num_layers, num_heads, head_dim, "
-                               "created_at FROM runs WHERE namespace = ?1 "
-                               "AND (?2 = '' OR name = ?2) ORDER BY name"));
-  RETURN_IF_ERROR(runs.BindAll(ns, name));
+                               "created_at FROM runs WHERE namespace = ? ORDER BY name"));
+  RETURN_IF_ERROR(runs.BindAll(ns));
   ASSIGN_OR_RETURN(
       Statement probes,
       db->Prepare("SELECT id, description, num_samples, num_tokens FROM probes WHERE id IN "
@@ -116,17 +114,22 @@ absl::StatusOr<std::vector<RunInfo>> RunsInDb(SqliteDb* db, const std::string& n
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns) {
-  return RunsInDb(db, ns, "");
-}
-
 absl::StatusOr<RunInfo> GetRunFromDb(SqliteDb* db, const std::string& ns, const std::string& run) {
-  if (run.empty()) return absl::InvalidArgumentError("run is required");
-  ASSIGN_OR_RETURN(std::vector<RunInfo> runs, RunsInDb(db, ns, run));
-  if (runs.empty()) return RunId(db, ns, run).status();  // NOT_FOUND listing the runs
-  return std::move(runs[0]);
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT model_family, num_layers, num_heads, head_dim, created_at "
+                               "FROM runs WHERE namespace = ? AND name = ?"));
+  RETURN_IF_ERROR(select.BindAll(ns, run));
+  ASSIGN_OR_RETURN(const bool found, select.Step());
+  if (!found) return RunId(db, ns, run).status();  // NOT_FOUND listing the namespace's runs
+  RunInfo info;
+  info.ns = ns;
+  info.name = run;
+  info.model_family = select.ColumnText(0);
+  info.num_layers = select.ColumnInt(1);
+  info.num_heads = select.ColumnInt(2);
+  info.head_dim = select.ColumnInt(3);
+  info.created_at = select.ColumnText(4);
+  return info;
 }
 
 absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query) {

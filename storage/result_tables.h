@@ -29,7 +29,8 @@ absl::Status WriteStepInTransaction(SqliteDb* db, const StepResult& result, bool
 
 // Every run of namespace `ns` by name, with its probes and distinct steps.
 absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns);
-// Run `run` of namespace `ns` the same way; NOT_FOUND listing the namespace's runs.
+// Run `run` of namespace `ns`: its name, family, shape and creation time, without its
+// probes and steps (one row read); NOT_FOUND listing the namespace's runs.
 absl::StatusOr<RunInfo> GetRunFromDb(SqliteDb* db, const std::string& ns, const std::string& run);
 
 // See MetricsStore::QuerySeries / QueryVectors.

@@ -391,6 +391,11 @@ TEST(HttpRoutesTest, ContentTypesByExtension) {
   EXPECT_EQ(ContentTypeFor("x.bin"), "application/octet-stream");
 }
 
+TEST(HttpRoutesTest, RoutePatternsMatchOneSegmentPerParameter) {
+  EXPECT_EQ(RoutePattern("/api/v1/jobs/{id}"), "/api/v1/jobs/([^/]+)");
+  EXPECT_EQ(RoutePattern("/api/v1/runs"), "/api/v1/runs");
+}
+
 TEST(HttpRoutesTest, OpenApiDocumentsExactlyTheServedPaths) {
   const char* source_dir = std::getenv("ANISOSCOPE_SOURCE_DIR");
   ASSERT_NE(source_dir, nullptr) << "ANISOSCOPE_SOURCE_DIR is set by ctest";

@@ -131,6 +131,23 @@ TEST_F(ResultsTest, ListRunsReportsArchitectureProbesAndDistinctSteps) {
   EXPECT_EQ(b.created_at[10], 'T');
 }
 
+TEST_F(ResultsTest, GetRunReadsOneRunsShapeAndNamesTheOthersWhenUnknown) {
+  ASSERT_OK(store_->WriteStep(MakeStep("b", "p1", 20), false));
+  ASSERT_OK(store_->WriteStep(MakeStep("a", "p1", 5, 1, 1, 2), false));
+  auto run = store_->GetRun("default", "b");
+  ASSERT_OK(run.status());
+  EXPECT_EQ(run->name, "b");
+  EXPECT_EQ(run->model_family, "bert");
+  EXPECT_EQ((std::vector<int>{run->num_layers, run->num_heads, run->head_dim}),
+            (std::vector<int>{2, 3, 4}));
+  EXPECT_TRUE(run->steps.empty() && run->probes.empty());  // not read
+  auto unknown = store_->GetRun("default", "c");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(unknown.status().message().find("known runs: a, b"), absl::string_view::npos)
+      << unknown.status();
+  EXPECT_EQ(store_->GetRun("elsewhere", "b").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(ResultsTest, EmptyProbeIdPicksTheOnlyProbeAndRefusesSeveral) {
   ASSERT_OK(store_->WriteStep(MakeStep("r", "p1", 1), false));
   auto only = store_->QuerySeries({"r", "", "q_norm"});
