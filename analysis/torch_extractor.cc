@@ -14,6 +14,7 @@
 #include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/extractor.h"
+#include "analysis/host_memory.h"
 #include "analysis/metrics/metrics_observer.h"
 #include "analysis/models/transformer_model.h"
 #include "analysis/probe/checkpoint_tokenizer.h"
@@ -83,6 +84,10 @@ class TorchExtractor : public Extractor {
                                             const ExtractCallbacks& callbacks) override;
 
  private:
+  // Extract, with LibTorch's exceptions turned into statuses.
+  absl::StatusOr<CheckpointMetrics> ExtractCatching(const std::filesystem::path& checkpoint_dir,
+                                                    const Probe& probe,
+                                                    const ExtractCallbacks& callbacks);
   absl::StatusOr<CheckpointMetrics> ExtractUnguarded(const std::filesystem::path& checkpoint_dir,
                                                      const Probe& probe,
                                                      const ExtractCallbacks& callbacks);
@@ -122,14 +127,22 @@ absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& ch
 absl::StatusOr<CheckpointMetrics> TorchExtractor::Extract(
     const std::filesystem::path& checkpoint_dir, const Probe& probe,
     const ExtractCallbacks& callbacks) {
+  absl::StatusOr<CheckpointMetrics> metrics = ExtractCatching(checkpoint_dir, probe, callbacks);
+  ReleaseFreedHostMemory();  // the model and every activation are freed by now
+  return metrics;
+}
+
+absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractCatching(
+    const std::filesystem::path& checkpoint_dir, const Probe& probe,
+    const ExtractCallbacks& callbacks) {
   try {
     return ExtractUnguarded(checkpoint_dir, probe, callbacks);
   } catch (const c10::OutOfMemoryError& error) {
     // The device's trouble, not the checkpoint's: a worker may retry it (smaller batch, other
     // device).
-    return absl::ResourceExhaustedError(absl::StrCat("checkpoint ", checkpoint_dir.string(),
-                                                     ": out of memory: ",
-                                                     error.what_without_backtrace()));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("checkpoint ", checkpoint_dir.string(),
+                     ": out of memory: ", error.what_without_backtrace()));
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("checkpoint ", checkpoint_dir.string(),
                                             ": LibTorch error: ", error.what_without_backtrace()));
@@ -199,6 +212,7 @@ absl::StatusOr<std::unique_ptr<Extractor>> CreateTorchExtractor(
                           ? options.num_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
+  KeepFreedHostMemory();
   // Set only when asked: PyTorch 2.9+ refuses to mix this legacy switch with its newer
   // precision settings, which its CPU kernels read, and the default is already off.
   if (options.allow_tf32) at::globalContext().setAllowTF32CuBLAS(true);

@@ -1,15 +1,18 @@
 // extract_bench: seconds per checkpoint and peak memory of the engine, with the cost of the
 // metrics as a ratio against a forward-only baseline measured in the same run; optionally
-// a series of checkpoints one after another (what a worker does), and the metrics as JSON
-// (for bench/gpu/compare_metrics.py).
+// a series of checkpoints one after another (what a worker does), timed without and with
+// the next checkpoint read ahead (from a cold page cache with --cold), and the metrics as
+// JSON (for bench/gpu/compare_metrics.py).
 //
 //   build/bin/extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--dtype float32]
 //       [--threads N] [--batch-size N] [--repeats N] [--allow-tf32]
-//       [--series DIR...] [--metrics-json FILE]
+//       [--series DIR... [--cold]] [--metrics-json FILE]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,6 +26,8 @@
 
 #include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
+#include "analysis/checkpoint/checkpoint_prefetcher.h"
+#include "analysis/checkpoint/weight_files.h"
 #include "analysis/device_memory.h"
 #include "analysis/extractor.h"
 #include "analysis/models/transformer_model.h"
@@ -38,6 +43,7 @@ struct BenchOptions {
   TorchExtractorOptions extractor;
   int repeats = 3;
   std::vector<fs::path> series;
+  bool cold = false;  // evict the series' weight files from the page cache before each pass
   fs::path metrics_json;
 };
 
@@ -52,6 +58,13 @@ double PeakRssMiB() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_maxrss / 1024.0;
+}
+
+// Resident memory now (/proc/self/statm), MiB.
+double CurrentRssMiB() {
+  long pages_total = 0, pages_resident = 0;
+  std::ifstream("/proc/self/statm") >> pages_total >> pages_resident;
+  return pages_resident * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
 }
 
 double Seconds(std::chrono::steady_clock::time_point start) {
@@ -161,18 +174,44 @@ CheckpointMetrics ExtractOnce(Extractor& extractor, const fs::path& dir, const P
   return *metrics;
 }
 
-// Each checkpoint of the series once, in order, as a worker would: seconds per checkpoint.
-void RunSeries(Extractor& extractor, const BenchOptions& options, const Probe& probe) {
+// Drops the weight files of `dir` from the page cache (their pages are clean: no root
+// needed), so that the next read comes from the disk.
+void EvictFromPageCache(const fs::path& dir) {
+  auto weights = FindWeightFiles(dir);
+  if (!weights.ok()) Fail(weights.status());
+  for (const fs::path& file : weights->files) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+// Each checkpoint of the series once, in order, as a worker would, with or without the next
+// one read ahead meanwhile (as workers do with the server's hint); returns the seconds.
+double RunSeries(Extractor& extractor, const BenchOptions& options, const Probe& probe,
+                 bool read_ahead) {
+  if (options.cold) {
+    ::sync();
+    for (const fs::path& dir : options.series) EvictFromPageCache(dir);
+  }
+  CheckpointPrefetcher prefetcher;
   const auto start = std::chrono::steady_clock::now();
   double slowest = 0;
-  for (const fs::path& dir : options.series) {
+  for (size_t i = 0; i < options.series.size(); ++i) {
+    if (read_ahead && i + 1 < options.series.size()) prefetcher.Start(options.series[i + 1]);
     const auto one = std::chrono::steady_clock::now();
-    ExtractOnce(extractor, dir, probe);
+    ExtractOnce(extractor, options.series[i], probe);
     slowest = std::max(slowest, Seconds(one));
   }
   const double total = Seconds(start);
-  std::printf("series of %zu checkpoints: %.3f s in all, %.3f s per checkpoint (slowest %.3f s)\n",
-              options.series.size(), total, total / options.series.size(), slowest);
+  std::printf(
+      "series of %zu checkpoints%s, %s: %.3f s in all, %.3f s per checkpoint (slowest "
+      "%.3f s)\n",
+      options.series.size(), options.cold ? " from a cold page cache" : "",
+      read_ahead ? "next one read ahead" : "no read-ahead", total, total / options.series.size(),
+      slowest);
+  return total;
 }
 
 int Run(const BenchOptions& options) {
@@ -192,6 +231,7 @@ int Run(const BenchOptions& options) {
       at::get_num_threads(),
       options.extractor.batch_size > 0 ? std::to_string(options.extractor.batch_size).c_str()
                                        : "auto");
+  const double rss_before = CurrentRssMiB();  // the runtime, before any checkpoint is read
   double best_extract = 1e30, best_forward = 1e30, best_load = 1e30;
   int64_t device_peak = 0;
   CheckpointMetrics metrics;
@@ -213,12 +253,21 @@ int Run(const BenchOptions& options) {
   std::printf("read (load, every byte touched):    %.3f s, %.2f GB/s\n", read.seconds,
               read.bytes / read.seconds / 1e9);
   std::printf("ratio extract / forward-only:       %.2f\n", best_extract / best_forward);
-  std::printf("checkpoint size %.1f MiB, peak RSS %.1f MiB",
-              MiB(DirectoryBytes(options.checkpoint)), PeakRssMiB());
+  const double checkpoint_mib = MiB(DirectoryBytes(options.checkpoint));
+  const double peak_mib = PeakRssMiB();
+  std::printf("checkpoint size %.1f MiB, peak RSS %.1f MiB (%.1f MiB before the first load; the "
+              "checkpoint's steps added %.2f x its size)",
+              checkpoint_mib, peak_mib, rss_before, (peak_mib - rss_before) / checkpoint_mib);
   if (device.is_cuda()) std::printf(", peak GPU memory (extract) %.1f MiB", MiB(device_peak));
   std::printf("\n");
   if (!options.metrics_json.empty()) WriteMetricsJson(metrics, options.metrics_json);
-  if (!options.series.empty()) RunSeries(**extractor, options, *probe);
+  if (!options.series.empty()) {
+    const double plain = RunSeries(**extractor, options, *probe, /*read_ahead=*/false);
+    const double ahead = RunSeries(**extractor, options, *probe, /*read_ahead=*/true);
+    const double forwards = best_forward * options.series.size();
+    std::printf("series / sum of forward-only times: %.2f without read-ahead, %.2f with\n",
+                plain / forwards, ahead / forwards);
+  }
   return 0;
 }
 
@@ -246,6 +295,8 @@ int main(int argc, char** argv) {
   app.add_option("--series", options.series,
                  "more checkpoint directories, extracted once each in order after the above")
       ->take_all();
+  app.add_flag("--cold", options.cold,
+               "evict the series' weight files from the page cache before each pass");
   app.add_option("--metrics-json", options.metrics_json,
                  "write CHECKPOINT's metrics here, in the reference's JSON layout");
   CLI11_PARSE(app, argc, argv);

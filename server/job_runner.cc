@@ -362,6 +362,9 @@ absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkR
   unit->set_heartbeat_interval_ms(
       static_cast<int32_t>(absl::ToInt64Milliseconds(options_.lease_timeout / 4)));
   unit->set_attempt(checkpoint.attempt);
+  if (!pending_.empty() && pending_.begin()->first == key.first) {
+    unit->set_next_checkpoint_path(job->record.checkpoints[pending_.begin()->second].path);
+  }
   leases_[lease_id] = std::move(entry);
   spdlog::info("job {} step {} leased to {} ({}attempt {}, lease {})", key.first, checkpoint.step,
                checkpoint.worker, waiter.local ? "embedded, " : "", checkpoint.attempt, lease_id);

@@ -40,6 +40,7 @@ void UnitRunner::Run(const pb::WorkUnit& unit) {
   spdlog::info("worker {}: job {} step {} (attempt {}): {}", name_, unit.job_id(), unit.step(),
                unit.attempt(), unit.checkpoint_path());
   auto keeper = std::make_unique<LeaseKeeper>(client_, unit);
+  PrefetchNext(unit);
   absl::StatusOr<std::optional<pb::CompleteWorkRequest>> upload = RunSteps(unit, keeper.get());
   if (keeper->ended()) {
     spdlog::info("worker {}: job {} step {} ended by the server: {}", name_, unit.job_id(),
@@ -124,8 +125,7 @@ void UnitRunner::StartUpload(const pb::WorkUnit& unit, std::unique_ptr<LeaseKeep
                              pb::CompleteWorkRequest request) {
   Flush();
   upload_ = std::thread([this, unit, keeper = std::move(keeper), request = std::move(request)] {
-    absl::StatusOr<pb::CompleteWorkResponse> response =
-        client_->Complete(request, kReportPatience);
+    absl::StatusOr<pb::CompleteWorkResponse> response = client_->Complete(request, kReportPatience);
     if (!response.ok()) {
       // The server has ended the step itself (refused upload: failed; stale lease: someone
       // else's), or it stayed unreachable and the lease will expire: nothing to report.
@@ -136,6 +136,16 @@ void UnitRunner::StartUpload(const pb::WorkUnit& unit, std::unique_ptr<LeaseKeep
     spdlog::info("worker {}: job {} step {} {} in {:.2f} s", name_, unit.job_id(), unit.step(),
                  pb::StepState_Name(response->state()), request.seconds());
   });
+}
+
+void UnitRunner::PrefetchNext(const pb::WorkUnit& unit) {
+  if (unit.next_checkpoint_path().empty()) return;
+  absl::StatusOr<fs::path> next = policy_->Resolve(unit.next_checkpoint_path(), "checkpoint");
+  if (!next.ok()) {
+    spdlog::debug("worker {}: not reading ahead: {}", name_, next.status().ToString());
+    return;
+  }
+  prefetcher_.Start(*next);
 }
 
 void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& status) {

@@ -7,7 +7,8 @@
 // alive) while the next unit is leased and extracted; at most one upload is in flight. A
 // failure becomes a FailWork in one place (ReportFailure): a stop gives the lease back, an
 // out-of-memory is retryable, anything else fails the step with the error naming the file
-// and field. Not thread-safe: one runner per worker thread.
+// and field. While a unit is extracted, the job's next checkpoint (the server's hint) is
+// read into the page cache. Not thread-safe: one runner per worker thread.
 #pragma once
 
 #include <functional>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "analysis/checkpoint/checkpoint_prefetcher.h"
 #include "analysis/extractor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "common/path_policy.h"
@@ -55,6 +57,8 @@ class UnitRunner {
   void StartUpload(const ::anisoscope::v1::WorkUnit& unit, std::unique_ptr<LeaseKeeper> keeper,
                    ::anisoscope::v1::CompleteWorkRequest request);
   void ReportFailure(const ::anisoscope::v1::WorkUnit& unit, const absl::Status& status);
+  // Starts reading the unit's next_checkpoint_path ahead when the worker may read it.
+  void PrefetchNext(const ::anisoscope::v1::WorkUnit& unit);
 
   const ExtractorFactory* const factory_;
   const PathPolicy* const policy_;
@@ -62,7 +66,8 @@ class UnitRunner {
   const std::string name_;
   std::string dtype_;  // of extractor_
   std::unique_ptr<analysis::Extractor> extractor_;
-  std::thread upload_;  // the upload in flight
+  std::thread upload_;                         // the upload in flight
+  analysis::CheckpointPrefetcher prefetcher_;  // reads the next unit's checkpoint ahead
 };
 
 }  // namespace anisoscope::worker

@@ -59,12 +59,13 @@ absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& c
   auto layer_norm = [&](const std::string& name) { return LoadLayerNorm(weights, name, d); };
 
   ASSIGN_OR_RETURN(model->word_embeddings_,
-                   weights.Get("embeddings.word_embeddings.weight", {config.vocab_size, d}));
-  ASSIGN_OR_RETURN(model->position_embeddings_,
-                   weights.Get("embeddings.position_embeddings.weight", {config.max_positions, d}));
+                   LoadEmbedding(weights, "embeddings.word_embeddings", config.vocab_size, d));
+  ASSIGN_OR_RETURN(
+      model->position_embeddings_,
+      LoadEmbedding(weights, "embeddings.position_embeddings", config.max_positions, d));
   ASSIGN_OR_RETURN(
       model->token_type_embeddings_,
-      weights.Get("embeddings.token_type_embeddings.weight", {config.type_vocab_size, d}));
+      LoadEmbedding(weights, "embeddings.token_type_embeddings", config.type_vocab_size, d));
   ASSIGN_OR_RETURN(model->embedding_norm_, layer_norm("embeddings.LayerNorm"));
 
   for (int64_t l = 0; l < config.num_layers; ++l) {
@@ -86,9 +87,10 @@ absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& c
 at::Tensor BertModel::Embed(const at::Tensor& input_ids) const {
   const int64_t length = input_ids.size(1);
   at::Tensor positions = at::arange(length, input_ids.options());
-  at::Tensor embedded = at::embedding(word_embeddings_, input_ids) +
-                        at::embedding(position_embeddings_, positions).unsqueeze(0) +
-                        token_type_embeddings_[0];
+  const at::Tensor token_type = at::zeros({1}, input_ids.options());  // every token: type 0
+  at::Tensor embedded = EmbeddingRows(word_embeddings_, input_ids) +
+                        EmbeddingRows(position_embeddings_, positions).unsqueeze(0) +
+                        EmbeddingRows(token_type_embeddings_, token_type);
   return LayerNorm(embedded, embedding_norm_, config_.layer_norm_eps);
 }
 
@@ -103,8 +105,8 @@ at::Tensor BertModel::RunBlock(int layer, const at::Tensor& hidden, const at::Te
   const at::Tensor value = SplitHeads(Linear(hidden, block.value), heads);
 
   // Every sample has at least one valid key, so no row is fully masked.
-  at::Tensor probs = MaskedSoftmax(
-      at::matmul(query, key.transpose(-1, -2)) / std::sqrt(double(head_dim)), key_mask);
+  at::Tensor probs =
+      MaskedSoftmax(AttentionScores(query, key).div_(std::sqrt(double(head_dim))), key_mask);
   observer.OnAttention(layer, query, key, probs);
 
   at::Tensor context = MergeHeads(at::matmul(probs, value));

@@ -59,7 +59,7 @@ class BertModel : public TransformerModel {
   BertConfig config_;
   ModelShape shape_;
   at::Device device_;
-  at::Tensor word_embeddings_, position_embeddings_, token_type_embeddings_;
+  EmbeddingWeights word_embeddings_, position_embeddings_, token_type_embeddings_;
   LayerNormWeights embedding_norm_;
   std::vector<Block> blocks_;
 };

@@ -55,8 +55,8 @@ absl::StatusOr<std::unique_ptr<GPT2Model>> GPT2Model::Create(const Checkpoint& c
   const int64_t d = config.hidden_size;
   const int64_t inner = config.inner_size;
 
-  ASSIGN_OR_RETURN(model->wte_, weights.Get("wte.weight", {config.vocab_size, d}));
-  ASSIGN_OR_RETURN(model->wpe_, weights.Get("wpe.weight", {config.max_positions, d}));
+  ASSIGN_OR_RETURN(model->wte_, LoadEmbedding(weights, "wte", config.vocab_size, d));
+  ASSIGN_OR_RETURN(model->wpe_, LoadEmbedding(weights, "wpe", config.max_positions, d));
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::string prefix = absl::StrCat("h.", l, ".");
     Block block;
@@ -80,14 +80,13 @@ at::Tensor GPT2Model::AttentionProbs(int layer, const at::Tensor& query, const a
     double scale = 1.0;
     if (config_.scale_attn_weights) scale /= std::sqrt(head_dim);
     if (config_.scale_attn_by_inverse_layer_idx) scale /= static_cast<double>(layer + 1);
-    at::Tensor scores =
-        at::matmul(query.to(at::kFloat), key.to(at::kFloat).transpose(-1, -2)) * scale;
+    at::Tensor scores = AttentionScores(query.to(at::kFloat), key.to(at::kFloat)).mul_(scale);
     return MaskedSoftmax(std::move(scores), key_mask).to(query.scalar_type());
   }
   // HF _attn: divide in the compute dtype, by sqrt(d_h) and then by layer + 1.
-  at::Tensor scores = at::matmul(query, key.transpose(-1, -2));
-  if (config_.scale_attn_weights) scores = scores / std::sqrt(head_dim);
-  if (config_.scale_attn_by_inverse_layer_idx) scores = scores / static_cast<double>(layer + 1);
+  at::Tensor scores = AttentionScores(query, key);
+  if (config_.scale_attn_weights) scores.div_(std::sqrt(head_dim));
+  if (config_.scale_attn_by_inverse_layer_idx) scores.div_(static_cast<double>(layer + 1));
   return MaskedSoftmax(std::move(scores), key_mask);
 }
 
@@ -117,7 +116,7 @@ at::Tensor GPT2Model::RunBlock(int layer, const at::Tensor& hidden, const at::Te
 void GPT2Model::Forward(const at::Tensor& input_ids, const at::Tensor& valid,
                         ForwardObserver& observer) const {
   const at::Tensor positions = at::arange(input_ids.size(1), input_ids.options());
-  at::Tensor hidden = at::embedding(wte_, input_ids) + at::embedding(wpe_, positions).unsqueeze(0);
+  at::Tensor hidden = EmbeddingRows(wte_, input_ids) + EmbeddingRows(wpe_, positions).unsqueeze(0);
   observer.OnHiddenState(0, hidden);
   const at::Tensor key_mask = CausalKeyMask(valid);
   for (int layer = 0; layer < shape_.num_layers; ++layer) {

@@ -62,7 +62,7 @@ class GPT2Model : public TransformerModel {
   GPT2Config config_;
   ModelShape shape_;
   at::Device device_;
-  at::Tensor wte_, wpe_;
+  EmbeddingWeights wte_, wpe_;
   std::vector<Block> blocks_;
   LayerNormWeights ln_f_;
 };

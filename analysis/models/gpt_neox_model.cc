@@ -69,7 +69,7 @@ absl::StatusOr<std::unique_ptr<GPTNeoXModel>> GPTNeoXModel::Create(const Checkpo
   const int64_t d = config.hidden_size;
   const int64_t inner = config.intermediate_size;
 
-  ASSIGN_OR_RETURN(model->embed_in_, weights.Get("embed_in.weight", {config.vocab_size, d}));
+  ASSIGN_OR_RETURN(model->embed_in_, LoadEmbedding(weights, "embed_in", config.vocab_size, d));
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::string prefix = absl::StrCat("layers.", l, ".");
     Block block;
@@ -123,8 +123,8 @@ at::Tensor GPTNeoXModel::RunBlock(int layer, const at::Tensor& hidden, const at:
   query = ApplyRotary(query, cos, sin);
   key = ApplyRotary(key, cos, sin);
 
-  at::Tensor probs = MaskedSoftmax(
-      at::matmul(query, key.transpose(-1, -2)) * (1.0 / std::sqrt(double(head_dim))), key_mask);
+  at::Tensor probs =
+      MaskedSoftmax(AttentionScores(query, key).mul_(1.0 / std::sqrt(double(head_dim))), key_mask);
   observer.OnAttention(layer, query, key, probs);
   const at::Tensor attention = Linear(MergeHeads(at::matmul(probs, value)), block.dense);
   probs.reset();
@@ -141,7 +141,7 @@ at::Tensor GPTNeoXModel::RunBlock(int layer, const at::Tensor& hidden, const at:
 
 void GPTNeoXModel::Forward(const at::Tensor& input_ids, const at::Tensor& valid,
                            ForwardObserver& observer) const {
-  at::Tensor hidden = at::embedding(embed_in_, input_ids);
+  at::Tensor hidden = EmbeddingRows(embed_in_, input_ids);
   observer.OnHiddenState(0, hidden);
 
   // HF RotaryEmbedding: float32 angles t * inv_freq, cos/sin of cat(freqs, freqs).

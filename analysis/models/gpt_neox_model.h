@@ -63,7 +63,7 @@ class GPTNeoXModel : public TransformerModel {
   GPTNeoXConfig config_;
   ModelShape shape_;
   at::Device device_;
-  at::Tensor embed_in_;
+  EmbeddingWeights embed_in_;
   std::vector<Block> blocks_;
   LayerNormWeights final_norm_;
 };

@@ -8,6 +8,14 @@
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
+namespace {
+
+// A weight (or an undefined bias) in `dtype`; no copy when it already is.
+at::Tensor InDtype(const at::Tensor& weight, at::ScalarType dtype) {
+  return weight.defined() ? weight.to(dtype) : weight;
+}
+
+}  // namespace
 
 absl::StatusOr<Activation> ReadActivation(const ConfigReader& reader, const std::string& field,
                                           const std::string& default_name) {
@@ -21,6 +29,14 @@ absl::StatusOr<Activation> ReadActivation(const ConfigReader& reader, const std:
   return absl::InvalidArgumentError(absl::StrCat(
       reader.Describe(field), " '", name,
       "' is not supported (gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, silu, swish)"));
+}
+
+absl::StatusOr<EmbeddingWeights> LoadEmbedding(const WeightLookup& weights, const std::string& name,
+                                               int64_t rows, int64_t dim) {
+  EmbeddingWeights result;
+  ASSIGN_OR_RETURN(result.weight, weights.Get(name + ".weight", {rows, dim}));
+  result.dtype = weights.compute_dtype();
+  return result;
 }
 
 absl::StatusOr<LinearWeights> LoadLinear(const WeightLookup& weights, const std::string& name,
@@ -52,12 +68,19 @@ absl::StatusOr<LayerNormWeights> LoadLayerNorm(const WeightLookup& weights, cons
   return result;
 }
 
+at::Tensor EmbeddingRows(const EmbeddingWeights& table, const at::Tensor& ids) {
+  return at::embedding(table.weight, ids).to(table.dtype);
+}
+
 at::Tensor Linear(const at::Tensor& x, const LinearWeights& linear) {
-  return at::linear(x, linear.weight, linear.bias);
+  const at::ScalarType dtype = x.scalar_type();
+  return at::linear(x, InDtype(linear.weight, dtype), InDtype(linear.bias, dtype));
 }
 
 at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double eps) {
-  return at::layer_norm(x, {norm.weight.size(0)}, norm.weight, norm.bias, eps);
+  const at::ScalarType dtype = x.scalar_type();
+  return at::layer_norm(x, {norm.weight.size(0)}, InDtype(norm.weight, dtype),
+                        InDtype(norm.bias, dtype), eps);
 }
 
 at::Tensor Activate(const at::Tensor& x, Activation activation) {
@@ -94,6 +117,10 @@ at::Tensor CausalKeyMask(const at::Tensor& valid) {
   const at::Tensor causal =
       at::ones({length, length}, valid.options().dtype(at::kBool)).tril();  // [i, j]: j <= i
   return at::logical_and(PaddingKeyMask(valid), causal);
+}
+
+at::Tensor AttentionScores(const at::Tensor& query, const at::Tensor& key) {
+  return at::matmul(query.contiguous(), key.contiguous().transpose(-1, -2));
 }
 
 at::Tensor MaskedSoftmax(at::Tensor scores, const at::Tensor& allowed) {

@@ -1,6 +1,10 @@
 // The building blocks every family shares, as Hugging Face computes them (eval mode):
-// linear and Conv1D projections, LayerNorm, activations, head splitting and the masked
-// attention softmax. Free functions on tensors; thread-safe.
+// embeddings, linear and Conv1D projections, LayerNorm, activations, head splitting and the
+// masked attention softmax. Free functions on tensors; thread-safe.
+//
+// Weights may be held in a dtype other than the compute dtype (on the CPU they stay as
+// stored, see WeightLookup): each function converts the weights it uses to the dtype of
+// its input, one projection at a time, so narrow weights are never widened all at once.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,6 +24,12 @@ struct LinearWeights {
   at::Tensor bias;
 };
 
+// An embedding table [rows, dim] and the compute dtype its rows are converted to.
+struct EmbeddingWeights {
+  at::Tensor weight;
+  at::ScalarType dtype = at::kFloat;
+};
+
 struct LayerNormWeights {
   at::Tensor weight;
   at::Tensor bias;
@@ -33,6 +43,9 @@ enum class Activation { kGelu, kGeluNew, kGeluFast, kGeluPytorchTanh, kRelu, kSi
 absl::StatusOr<Activation> ReadActivation(const ConfigReader& reader, const std::string& field,
                                           const std::string& default_name);
 
+// `name`.weight [rows, dim].
+absl::StatusOr<EmbeddingWeights> LoadEmbedding(const WeightLookup& weights, const std::string& name,
+                                               int64_t rows, int64_t dim);
 // `name`.weight [out, in] and, when `with_bias`, `name`.bias [out].
 absl::StatusOr<LinearWeights> LoadLinear(const WeightLookup& weights, const std::string& name,
                                          int64_t out, int64_t in, bool with_bias = true);
@@ -44,6 +57,8 @@ absl::StatusOr<LinearWeights> LoadConv1D(const WeightLookup& weights, const std:
 absl::StatusOr<LayerNormWeights> LoadLayerNorm(const WeightLookup& weights, const std::string& name,
                                                int64_t dim);
 
+// The rows `ids` of `table` ([..., dim]) in its compute dtype.
+at::Tensor EmbeddingRows(const EmbeddingWeights& table, const at::Tensor& ids);
 at::Tensor Linear(const at::Tensor& x, const LinearWeights& linear);
 at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double eps);
 at::Tensor Activate(const at::Tensor& x, Activation activation);
@@ -56,6 +71,11 @@ at::Tensor MergeHeads(const at::Tensor& x);
 at::Tensor PaddingKeyMask(const at::Tensor& valid);
 // Bool [B, 1, T, T]: key j is valid and j <= i (causal models).
 at::Tensor CausalKeyMask(const at::Tensor& valid);
+
+// query key^T for [B, H, T, d_h] operands: the scores [B, H, T, T], unscaled. The operands
+// are made contiguous first: LibTorch's CPU matmul of the head-split views (strided) took
+// a path up to 4x slower (measured at 16 x 512 tokens).
+at::Tensor AttentionScores(const at::Tensor& query, const at::Tensor& key);
 
 // softmax over the last dim of `scores` with disallowed entries (mask false) set to exactly
 // 0. Every row must allow at least one key. Consumes `scores` (fills it in place).

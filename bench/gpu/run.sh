@@ -160,7 +160,7 @@ stage_bench() {
         grep -E 'extract|forward|load|read|peak' | tee -a "$LOGS/summary.log"
       [ "$family" = bert ] && "$BIN/extract_bench" "$dir" "$dir/$probe" --device cuda --repeats 2 --allow-tf32 2>&1 |
         tee -a "$DETAIL/bench.log" | grep -E 'extract \(|forward only' | sed 's/^/TF32 /' | tee -a "$LOGS/summary.log"
-      $PY "$ROOT/bench/gpu/hf_peer.py" "$dir/$probe" "$dir" "$dir" \
+      $PY "$ROOT/bench/hf_peer.py" "$dir/$probe" "$dir" "$dir" \
         --metrics-json "$WORK/peer.json" 2>&1 | tee -a "$DETAIL/bench.log" | grep 'hf_peer' | tail -2 | tee -a "$LOGS/summary.log"
       if [ -f "$WORK/ours.json" ] && [ -f "$WORK/peer.json" ]; then
         $PY "$ROOT/bench/gpu/compare_metrics.py" "$WORK/ours.json" "$WORK/peer.json" \

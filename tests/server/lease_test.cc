@@ -108,6 +108,18 @@ TEST_F(LeaseTest, ExpiredLeaseGoesBackWithItsAttemptCountedAndStaleCompleteWrite
             grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+TEST_F(LeaseTest, EachUnitNamesTheJobsNextCheckpointToReadAhead) {
+  StartServer(/*workers=*/0);
+  SubmitSteps("r", {100, 200});
+  std::optional<pb::WorkUnit> first = Lease();
+  ASSERT_TRUE(first.has_value());
+  std::optional<pb::WorkUnit> second = Lease(2000, "remote-2");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(first->step(), 100);
+  EXPECT_EQ(first->next_checkpoint_path(), second->checkpoint_path());
+  EXPECT_TRUE(second->next_checkpoint_path().empty());  // the job's last: nothing ahead
+}
+
 TEST_F(LeaseTest, HeartbeatsKeepALeaseAlive) {
   lease_timeout_seconds_ = 1;
   StartServer(0);

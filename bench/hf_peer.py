@@ -3,20 +3,30 @@
 checkpoint, eager attention with `output_attentions=True` and `output_hidden_states=True`,
 forward hooks on the query and key projections, and the metrics of METRICS.md in PyTorch
 on the same device (float64 accumulation). Written from METRICS.md and transformers' model
-code, never from anisoscope's C++; runs on the GPU image's PyTorch 2.x and transformers.
+code, never from anisoscope's C++. Uses transformers where it is installed (the GPU
+image's PyTorch 2.x); without it (Debian's python3-torch on the CPU), the same eager models
+in plain PyTorch from hf_style_models.py beside this file.
 
-usage: hf_peer.py PROBE.jsonl CHECKPOINT_DIR... [--device cuda] [--batch-size 16]
-                  [--metrics-json FILE]
+usage: hf_peer.py PROBE.jsonl CHECKPOINT_DIR... [--device cuda|cpu] [--batch-size 16]
+                  [--threads N] [--metrics-json FILE]
 Prints seconds per checkpoint (the first is a warm-up and is not counted when there are
-more) and the peak GPU memory; --metrics-json writes the first checkpoint's metrics in the
-reference's JSON layout, for compare_metrics.py.
+more) and the peak GPU memory on CUDA, the process's peak RSS on the CPU; --metrics-json
+writes the first checkpoint's metrics in the reference's JSON layout, for
+compare_metrics.py.
 """
 import argparse
 import json
+import os
+import resource
 import time
 
 import torch
-import transformers
+
+try:
+    import transformers
+except ImportError:
+    transformers = None
+    import hf_style_models
 
 
 def load_probe(path):
@@ -27,14 +37,33 @@ def family_of(config):
     return config.model_type  # bert, gpt_neox, gpt2
 
 
-def load_model(checkpoint, device):
+def implementation():
+    if transformers is None:
+        return ("plain PyTorch HF-style models (bench/hf_style_models.py), "
+                f"torch {torch.__version__}")
+    return f"transformers {transformers.__version__}, torch {torch.__version__}"
+
+
+def from_pretrained(checkpoint):
+    if transformers is None:
+        return hf_style_models.from_pretrained(checkpoint, dtype=torch.float32)
     try:
-        model = transformers.AutoModel.from_pretrained(checkpoint, attn_implementation="eager",
-                                                       dtype=torch.float32)
+        return transformers.AutoModel.from_pretrained(checkpoint, attn_implementation="eager",
+                                                      dtype=torch.float32)
     except TypeError:  # transformers 4.x names it torch_dtype
-        model = transformers.AutoModel.from_pretrained(checkpoint, attn_implementation="eager",
-                                                       torch_dtype=torch.float32)
-    return model.to(device).eval()
+        return transformers.AutoModel.from_pretrained(checkpoint, attn_implementation="eager",
+                                                      torch_dtype=torch.float32)
+
+
+def load_model(checkpoint, device):
+    return from_pretrained(checkpoint).to(device).eval()
+
+
+def peak_memory(device):
+    """Peak GPU memory since the last reset on CUDA; the process's peak RSS on the CPU."""
+    if device.startswith("cuda"):
+        return f"peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB"
+    return f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB"
 
 
 def rotate_half(x):
@@ -192,10 +221,16 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("probe")
     parser.add_argument("checkpoints", nargs="+")
-    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                        help="torch.set_num_threads (default: every core, as extract_bench; "
+                             "Debian's torch would use 1)")
     parser.add_argument("--metrics-json")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"hf_peer: {implementation()}, {args.device}, {torch.get_num_threads()} thread(s)",
+          flush=True)
     samples = load_probe(args.probe)
     times = []
     for index, checkpoint in enumerate(args.checkpoints):
@@ -206,15 +241,13 @@ def main():
         metrics = analyse(checkpoint, samples, args.device, args.batch_size)
         seconds = time.perf_counter() - start
         times.append(seconds)
-        peak = torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else 0
-        print(f"hf_peer: {checkpoint}: {seconds:.3f} s, peak GPU memory {peak:.1f} MiB", flush=True)
+        print(f"hf_peer: {checkpoint}: {seconds:.3f} s, {peak_memory(args.device)}", flush=True)
         if index == 0 and args.metrics_json:
             with open(args.metrics_json, "w") as f:
                 json.dump(metrics, f)
     counted = times[1:] if len(times) > 1 else times
     print(f"hf_peer: {len(counted)} timed checkpoint(s), {sum(counted) / len(counted):.3f} s per "
-          f"checkpoint (transformers {transformers.__version__}, torch {torch.__version__}, "
-          f"batch {args.batch_size})")
+          f"checkpoint ({implementation()}, batch {args.batch_size})")
 
 
 if __name__ == "__main__":
