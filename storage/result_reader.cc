@@ -65,12 +65,28 @@ int64_t ToStep(const std::optional<int64_t>& step) {
   return step.value_or(std::numeric_limits<int64_t>::max());
 }
 
+// A run's row as RunFromRow reads it; callers put the run's id first or nothing.
+constexpr char kRunColumns[] = "name, model_family, num_layers, num_heads, head_dim, created_at";
+
+// A run (without probes or steps) from kRunColumns, starting at column `first`.
+RunInfo RunFromRow(const Statement& row, int first, const std::string& ns) {
+  RunInfo info;
+  info.ns = ns;
+  info.name = row.ColumnText(first);
+  info.model_family = row.ColumnText(first + 1);
+  info.num_layers = row.ColumnInt(first + 2);
+  info.num_heads = row.ColumnInt(first + 3);
+  info.head_dim = row.ColumnInt(first + 4);
+  info.created_at = row.ColumnText(first + 5);
+  return info;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::string& ns) {
   ASSIGN_OR_RETURN(Statement runs,
-                   db->Prepare("SELECT id, name, model_family, num_layers, num_heads, head_dim, "
-                               "created_at FROM runs WHERE namespace = ? ORDER BY name"));
+                   db->Prepare(absl::StrCat("SELECT id, ", kRunColumns,
+                                            " FROM runs WHERE namespace = ? ORDER BY name")));
   RETURN_IF_ERROR(runs.BindAll(ns));
   ASSIGN_OR_RETURN(
       Statement probes,
@@ -83,14 +99,7 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
     ASSIGN_OR_RETURN(const bool row, runs.Step());
     if (!row) break;
     const int64_t run_id = runs.ColumnInt64(0);
-    RunInfo& info = out.emplace_back();
-    info.ns = ns;
-    info.name = runs.ColumnText(1);
-    info.model_family = runs.ColumnText(2);
-    info.num_layers = runs.ColumnInt(3);
-    info.num_heads = runs.ColumnInt(4);
-    info.head_dim = runs.ColumnInt(5);
-    info.created_at = runs.ColumnText(6);
+    RunInfo& info = out.emplace_back(RunFromRow(runs, 1, ns));
 
     probes.Reset();
     RETURN_IF_ERROR(probes.BindAll(run_id));
@@ -116,20 +125,12 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
 
 absl::StatusOr<RunInfo> GetRunFromDb(SqliteDb* db, const std::string& ns, const std::string& run) {
   ASSIGN_OR_RETURN(Statement select,
-                   db->Prepare("SELECT model_family, num_layers, num_heads, head_dim, created_at "
-                               "FROM runs WHERE namespace = ? AND name = ?"));
+                   db->Prepare(absl::StrCat("SELECT ", kRunColumns,
+                                            " FROM runs WHERE namespace = ? AND name = ?")));
   RETURN_IF_ERROR(select.BindAll(ns, run));
   ASSIGN_OR_RETURN(const bool found, select.Step());
   if (!found) return RunId(db, ns, run).status();  // NOT_FOUND listing the namespace's runs
-  RunInfo info;
-  info.ns = ns;
-  info.name = run;
-  info.model_family = select.ColumnText(0);
-  info.num_layers = select.ColumnInt(1);
-  info.num_heads = select.ColumnInt(2);
-  info.head_dim = select.ColumnInt(3);
-  info.created_at = select.ColumnText(4);
-  return info;
+  return RunFromRow(select, 0, ns);
 }
 
 absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query) {
