@@ -158,17 +158,19 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   const auto start = std::chrono::steady_clock::now();
   c10::InferenceMode inference_mode;
   std::unique_ptr<TransformerModel> model;
+  uint64_t checkpoint_bytes = 0;
   {
     // The checkpoint's own tensors are released once the model holds its copies or views.
     ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(checkpoint_dir));
     ASSIGN_OR_RETURN(model, CreateModel(checkpoint, {options_.device, options_.dtype}));
     RETURN_IF_ERROR(ValidateProbe(probe, model->shape(), checkpoint.config_path()));
+    checkpoint_bytes = checkpoint.size_bytes();
   }
   const at::Device device = model->device();
 
   MetricsObserver observer(model->shape(), device);
-  const std::vector<Batch> batches =
-      PlanBatches(probe, model->shape(), options_.batch_size, BatchBudgetBytes(device));
+  const std::vector<Batch> batches = PlanBatches(probe, model->shape(), options_.batch_size,
+                                                 BatchBudgetBytes(device, checkpoint_bytes));
   const int total = static_cast<int>(batches.size());
   for (int index = 0; index < total; ++index) {
     if (callbacks.cancelled && callbacks.cancelled()) {

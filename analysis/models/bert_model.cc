@@ -97,9 +97,18 @@ at::Tensor BertModel::Embed(const at::Tensor& input_ids) const {
 at::Tensor BertModel::RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
                                ForwardObserver& observer) const {
   const Block& block = blocks_[layer];
+  const at::Tensor attended = RunAttention(layer, hidden, key_mask, observer);
+  return LayerNorm(
+      Linear(Activate(Linear(attended, block.intermediate), config_.hidden_act), block.output) +
+          attended,
+      block.output_norm, config_.layer_norm_eps);
+}
+
+at::Tensor BertModel::RunAttention(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
+                                   ForwardObserver& observer) const {
+  const Block& block = blocks_[layer];
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.hidden_size / heads;
-  const double eps = config_.layer_norm_eps;
   const at::Tensor query = SplitHeads(Linear(hidden, block.query), heads);
   const at::Tensor key = SplitHeads(Linear(hidden, block.key), heads);
   const at::Tensor value = SplitHeads(Linear(hidden, block.value), heads);
@@ -111,10 +120,8 @@ at::Tensor BertModel::RunBlock(int layer, const at::Tensor& hidden, const at::Te
 
   at::Tensor context = MergeHeads(at::matmul(probs, value));
   probs.reset();
-  at::Tensor attended =
-      LayerNorm(Linear(context, block.attention_output) + hidden, block.attention_norm, eps);
-  at::Tensor inner = Activate(Linear(attended, block.intermediate), config_.hidden_act);
-  return LayerNorm(Linear(inner, block.output) + attended, block.output_norm, eps);
+  return LayerNorm(Linear(std::move(context), block.attention_output) + hidden,
+                   block.attention_norm, config_.layer_norm_eps);
 }
 
 void BertModel::Forward(const at::Tensor& input_ids, const at::Tensor& valid,

@@ -55,6 +55,10 @@ class BertModel : public TransformerModel {
   at::Tensor Embed(const at::Tensor& input_ids) const;
   at::Tensor RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
                       ForwardObserver& observer) const;
+  // The block's attention sublayer, through its LayerNorm. Its own method so that Q, K, V
+  // and the probabilities are freed before the feed-forward makes its wider tensors.
+  at::Tensor RunAttention(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
+                          ForwardObserver& observer) const;
 
   BertConfig config_;
   ModelShape shape_;

@@ -93,24 +93,30 @@ at::Tensor GPT2Model::AttentionProbs(int layer, const at::Tensor& query, const a
 at::Tensor GPT2Model::RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
                                ForwardObserver& observer) const {
   const Block& block = blocks_[layer];
+  const at::Tensor attended = RunAttention(layer, hidden, key_mask, observer);
+  return attended + Linear(Activate(Linear(LayerNorm(attended, block.ln_2, config_.layer_norm_eps),
+                                           block.c_fc),
+                                    config_.activation),
+                           block.mlp_proj);
+}
+
+at::Tensor GPT2Model::RunAttention(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
+                                   ForwardObserver& observer) const {
+  const Block& block = blocks_[layer];
   const int64_t d = config_.hidden_size;
-  const double eps = config_.layer_norm_eps;
 
   // c_attn's output columns are q | k | v, each d wide.
-  const at::Tensor qkv = Linear(LayerNorm(hidden, block.ln_1, eps), block.c_attn);
+  const at::Tensor qkv =
+      Linear(LayerNorm(hidden, block.ln_1, config_.layer_norm_eps), block.c_attn);
   const at::Tensor query = SplitHeads(qkv.narrow(-1, 0, d), config_.num_heads);
   const at::Tensor key = SplitHeads(qkv.narrow(-1, d, d), config_.num_heads);
   const at::Tensor value = SplitHeads(qkv.narrow(-1, 2 * d, d), config_.num_heads);
 
   at::Tensor probs = AttentionProbs(layer, query, key, key_mask);
   observer.OnAttention(layer, query, key, probs);
-  const at::Tensor attended =
-      Linear(MergeHeads(at::matmul(probs, value)), block.attn_proj) + hidden;
+  at::Tensor context = MergeHeads(at::matmul(probs, value));
   probs.reset();
-
-  const at::Tensor inner =
-      Activate(Linear(LayerNorm(attended, block.ln_2, eps), block.c_fc), config_.activation);
-  return attended + Linear(inner, block.mlp_proj);
+  return Linear(std::move(context), block.attn_proj) + hidden;
 }
 
 void GPT2Model::Forward(const at::Tensor& input_ids, const at::Tensor& valid,

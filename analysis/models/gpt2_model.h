@@ -58,6 +58,10 @@ class GPT2Model : public TransformerModel {
                             const at::Tensor& key_mask) const;
   at::Tensor RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
                       ForwardObserver& observer) const;
+  // The block's attention sublayer with its residual. Its own method so that Q, K, V and
+  // the probabilities are freed before the MLP makes its wider tensors.
+  at::Tensor RunAttention(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
+                          ForwardObserver& observer) const;
 
   GPT2Config config_;
   ModelShape shape_;

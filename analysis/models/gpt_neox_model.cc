@@ -106,6 +106,23 @@ at::Tensor GPTNeoXModel::RunBlock(int layer, const at::Tensor& hidden, const at:
                                   const at::Tensor& cos, const at::Tensor& sin,
                                   ForwardObserver& observer) const {
   const Block& block = blocks_[layer];
+  const double eps = config_.layer_norm_eps;
+  const at::Tensor attention = RunAttention(layer, hidden, key_mask, cos, sin, observer);
+  auto mlp = [&](const at::Tensor& x) {
+    return Linear(
+        Activate(Linear(LayerNorm(x, block.post_attention_norm, eps), block.dense_h_to_4h),
+                 config_.hidden_act),
+        block.dense_4h_to_h);
+  };
+  if (config_.use_parallel_residual) return mlp(hidden) + attention + hidden;
+  const at::Tensor attended = attention + hidden;
+  return mlp(attended) + attended;
+}
+
+at::Tensor GPTNeoXModel::RunAttention(int layer, const at::Tensor& hidden,
+                                      const at::Tensor& key_mask, const at::Tensor& cos,
+                                      const at::Tensor& sin, ForwardObserver& observer) const {
+  const Block& block = blocks_[layer];
   const int64_t batch = hidden.size(0);
   const int64_t length = hidden.size(1);
   const int64_t heads = config_.num_heads;
@@ -126,17 +143,9 @@ at::Tensor GPTNeoXModel::RunBlock(int layer, const at::Tensor& hidden, const at:
   at::Tensor probs =
       MaskedSoftmax(AttentionScores(query, key).mul_(1.0 / std::sqrt(double(head_dim))), key_mask);
   observer.OnAttention(layer, query, key, probs);
-  const at::Tensor attention = Linear(MergeHeads(at::matmul(probs, value)), block.dense);
+  at::Tensor context = MergeHeads(at::matmul(probs, value));
   probs.reset();
-
-  auto mlp = [&](const at::Tensor& x) {
-    const at::Tensor normed = LayerNorm(x, block.post_attention_norm, eps);
-    return Linear(Activate(Linear(normed, block.dense_h_to_4h), config_.hidden_act),
-                  block.dense_4h_to_h);
-  };
-  if (config_.use_parallel_residual) return mlp(hidden) + attention + hidden;
-  const at::Tensor attended = attention + hidden;
-  return mlp(attended) + attended;
+  return Linear(std::move(context), block.dense);
 }
 
 void GPTNeoXModel::Forward(const at::Tensor& input_ids, const at::Tensor& valid,

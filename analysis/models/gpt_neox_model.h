@@ -59,6 +59,11 @@ class GPTNeoXModel : public TransformerModel {
   at::Tensor RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
                       const at::Tensor& cos, const at::Tensor& sin,
                       ForwardObserver& observer) const;
+  // The block's attention output (through `dense`, before any residual). Its own method so
+  // that Q, K, V and the probabilities are freed before the MLP makes its wider tensors.
+  at::Tensor RunAttention(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
+                          const at::Tensor& cos, const at::Tensor& sin,
+                          ForwardObserver& observer) const;
 
   GPTNeoXConfig config_;
   ModelShape shape_;

@@ -59,9 +59,12 @@ absl::StatusOr<LayerNormWeights> LoadLayerNorm(const WeightLookup& weights, cons
 
 // The rows `ids` of `table` ([..., dim]) in its compute dtype.
 at::Tensor EmbeddingRows(const EmbeddingWeights& table, const at::Tensor& ids);
-at::Tensor Linear(const at::Tensor& x, const LinearWeights& linear);
+// `x` by value: a temporary argument is freed once read, before the output is made.
+at::Tensor Linear(at::Tensor x, const LinearWeights& linear);
 at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double eps);
-at::Tensor Activate(const at::Tensor& x, Activation activation);
+// In place: `x`'s storage is overwritten (pass the projection's fresh output, not a tensor
+// that is read again), so the feed-forward's widest tensor is held once, not twice.
+at::Tensor Activate(at::Tensor x, Activation activation);
 
 // [B, T, H * d_h] -> [B, H, T, d_h] (a view) and back (a copy).
 at::Tensor SplitHeads(const at::Tensor& x, int64_t heads);

@@ -25,8 +25,17 @@ TEST(BatchingTest, AutoBatchKeepsTheLargestLayerTensorWithin32MiB) {
   EXPECT_EQ(AutoBatchSize(BertBase(), 1), 256);
 }
 
-TEST(BatchingTest, CpuBudgetIs32MiBAndAGpuBudgetTakesWholeProbes) {
-  EXPECT_EQ(BatchBudgetBytes(at::Device("cpu")), int64_t{32} << 20);
+TEST(BatchingTest, CpuBudgetIsA32ndOfTheCheckpointWithin4To32MiB) {
+  const at::Device cpu("cpu");
+  constexpr uint64_t kBertBaseBytes = uint64_t{415} << 20;
+  EXPECT_EQ(BatchBudgetBytes(cpu, kBertBaseBytes), int64_t{415} << 15);
+  EXPECT_EQ(BatchBudgetBytes(cpu, 1 << 20), int64_t{4} << 20);
+  EXPECT_EQ(BatchBudgetBytes(cpu, uint64_t{2} << 30), int64_t{32} << 20);
+  // BERT-base at 128 tokens: 8 samples per forward (of the paper's 16: two forwards).
+  EXPECT_EQ(AutoBatchSize(BertBase(), 128, BatchBudgetBytes(cpu, kBertBaseBytes)), 8);
+}
+
+TEST(BatchingTest, AGpuBudgetTakesWholeProbes) {
   // The CUDA ceiling (2 GiB): 170 samples of 512 tokens, so the paper's 128 in one forward.
   EXPECT_EQ(AutoBatchSize(BertBase(), 512, int64_t{2} << 30), 170);
 }
