@@ -1,6 +1,6 @@
 // The 2-D projection behind QueryTrajectory (Godey et al., Figure 12): the top two right
-// singular vectors of an uncentered stack of vectors, in float64, with plain C++ (symmetric
-// Jacobi eigen-decomposition of the smaller Gram matrix; no LibTorch). Pure; thread-safe.
+// singular vectors of an uncentered stack of vectors, in float64, by Eigen's SVD. Pure;
+// thread-safe.
 #pragma once
 
 #include <array>
@@ -26,13 +26,5 @@ struct TopTwoProjection {
 // `rows` is M (rows x cols), uncentered. INVALID_ARGUMENT when it is empty, a row is empty,
 // the rows differ in length or a value is not finite.
 absl::StatusOr<TopTwoProjection> ProjectOnTopTwo(const std::vector<std::vector<double>>& rows);
-
-// Eigen-decomposition of a symmetric n x n matrix (row-major) by cyclic Jacobi rotations:
-// eigenvalues descending, eigenvectors[i] the unit eigenvector of eigenvalues[i].
-struct SymmetricEigen {
-  std::vector<double> eigenvalues;
-  std::vector<std::vector<double>> eigenvectors;
-};
-SymmetricEigen JacobiEigen(std::vector<double> matrix, int n);
 
 }  // namespace anisoscope::server

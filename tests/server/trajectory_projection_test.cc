@@ -102,14 +102,5 @@ TEST(TrajectoryProjectionTest, RaggedOrEmptyInputIsRefused) {
   EXPECT_EQ(ProjectOnTopTwo({{1, NAN}}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(TrajectoryProjectionTest, JacobiDiagonalizesASymmetricMatrix) {
-  // [[2,1],[1,2]]: eigenvalues 3 and 1, eigenvectors (1,1)/sqrt2 and (1,-1)/sqrt2.
-  const SymmetricEigen eigen = JacobiEigen({2, 1, 1, 2}, 2);
-  EXPECT_NEAR(eigen.eigenvalues[0], 3, kTol);
-  EXPECT_NEAR(eigen.eigenvalues[1], 1, kTol);
-  EXPECT_NEAR(std::fabs(eigen.eigenvectors[0][0]), 1 / std::sqrt(2.0), kTol);
-  EXPECT_NEAR(eigen.eigenvectors[0][0], eigen.eigenvectors[0][1], kTol);
-}
-
 }  // namespace
 }  // namespace anisoscope::server
