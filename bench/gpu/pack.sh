@@ -13,7 +13,7 @@ PACKAGES=(
   libgrpc++-dev libgrpc++1.51 libgrpc-dev libgrpc29 protobuf-compiler-grpc
   libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
   libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
-  nlohmann-json3-dev libcpp-httplib-dev libcpp-httplib0.11 libcli11-dev
+  nlohmann-json3-dev libcpp-httplib-dev libcpp-httplib0.11 libcli11-dev libeigen3-dev
   libsqlite3-dev libsqlite3-0 libgtest-dev libgmock-dev libre2-dev libre2-9
   libc-ares-dev libc-ares2 libssl-dev libssl3 zlib1g-dev zlib1g libicu-dev libicu72
   libbrotli1 libbrotli-dev pkgconf pkgconf-bin libpkgconf3)
