@@ -25,8 +25,8 @@ inline constexpr int64_t kCpuBatchBudgetBytes = int64_t{32} << 20;
 // `checkpoint_bytes`. CPU: a 32nd of the checkpoint, between 4 and 32 MiB, so that a step
 // adds at most ~1.2x the checkpoint to the resident memory (measured at 128 tokens: 1.06x
 // for Pythia-160m in float16, 1.12x for BERT-base, 1.19x for GPT-2 small).
-// CUDA: an eighth of the free memory (the same four tensors), at least 32 MiB and at most
-// 2 GiB, past which larger batches no longer run faster.
+// CUDA: an eighth of the free memory (a layer holds about four such tensors at once), at
+// least 32 MiB and at most 2 GiB, past which larger batches no longer run faster.
 int64_t BatchBudgetBytes(const at::Device& device, uint64_t checkpoint_bytes);
 
 // Samples per batch when none is given: the most that keep the largest per-layer tensor

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -13,6 +12,7 @@
 
 #include "storage/metrics_store.h"
 #include "storage/types.h"
+#include "tests/common/test_temp_dir.h"
 
 #define ASSERT_OK(expr)                          \
   do {                                           \
@@ -28,22 +28,7 @@
 namespace anisoscope::storage::testing {
 
 // A fresh directory named after the running test; removed by the destructor.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("anisoscope_storage_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-             "_" + info->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = ::anisoscope::TestTempDir;
 
 // Deterministic, non-round doubles so that exact round trips mean something.
 inline double SyntheticValue(int64_t step, int metric, int layer, int head) {

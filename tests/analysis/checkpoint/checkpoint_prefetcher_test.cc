@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/test_temp_dir.h"
+
 namespace anisoscope::analysis {
 namespace {
 
@@ -19,15 +21,6 @@ namespace fs = std::filesystem;
 
 class CheckpointPrefetcherTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("checkpoint_prefetcher_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A file of `bytes` bytes, written to the disk and dropped from the page cache.
   fs::path WriteEvicted(const std::string& name, size_t bytes) {
     const fs::path file = dir_ / name;
@@ -54,7 +47,8 @@ class CheckpointPrefetcherTest : public ::testing::Test {
     return static_cast<double>(in_cache) / resident.size();
   }
 
-  fs::path dir_;
+  const TestTempDir temp_;
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_F(CheckpointPrefetcherTest, ReadAheadLeavesTheWholeFileInThePageCache) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/analysis/checkpoint/checkpoint_test_util.h"
+#include "tests/common/test_temp_dir.h"
 
 namespace anisoscope::analysis {
 namespace {
@@ -17,15 +18,6 @@ namespace fs = std::filesystem;
 
 class WholeCheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("weight_files_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   static std::string Read(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -36,7 +28,8 @@ class WholeCheckpointTest : public ::testing::Test {
     std::ofstream(dir_ / name, std::ios::binary) << content.substr(0, bytes);
   }
 
-  fs::path dir_;
+  const TestTempDir temp_;
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_F(WholeCheckpointTest, WrittenFixturesAreWhole) {
