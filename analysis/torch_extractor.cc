@@ -15,6 +15,7 @@
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/extractor.h"
 #include "analysis/host_memory.h"
+#include "analysis/metrics/embedding_isotropy.h"
 #include "analysis/metrics/metrics_observer.h"
 #include "analysis/models/transformer_model.h"
 #include "analysis/probe/checkpoint_tokenizer.h"
@@ -84,6 +85,9 @@ class TorchExtractor : public Extractor {
                                             const ExtractCallbacks& callbacks) override;
 
  private:
+  // BuildProbe without the token samples.
+  absl::StatusOr<Probe> BuildProbeSamples(const std::filesystem::path& checkpoint_dir,
+                                          const ProbeSpec& spec);
   // Extract, with LibTorch's exceptions turned into statuses.
   absl::StatusOr<CheckpointMetrics> ExtractCatching(const std::filesystem::path& checkpoint_dir,
                                                     const Probe& probe,
@@ -97,6 +101,17 @@ class TorchExtractor : public Extractor {
 
 absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& checkpoint_dir,
                                                  const ProbeSpec& spec) {
+  if (spec.token_samples < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token samples must be 0 (none) or positive, got ", spec.token_samples));
+  }
+  ASSIGN_OR_RETURN(Probe probe, BuildProbeSamples(checkpoint_dir, spec));
+  probe.token_samples = spec.token_samples;
+  return probe;
+}
+
+absl::StatusOr<Probe> TorchExtractor::BuildProbeSamples(const std::filesystem::path& checkpoint_dir,
+                                                        const ProbeSpec& spec) {
   ASSIGN_OR_RETURN(nlohmann::json config, ReadConfig(checkpoint_dir));
   const int64_t max_positions = MaxPositionsOf(config);
   int64_t seq_len = spec.seq_len;
@@ -168,7 +183,11 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   }
   const at::Device device = model->device();
 
-  MetricsObserver observer(model->shape(), device);
+  std::vector<int64_t> sample_lengths;
+  for (const std::vector<int64_t>& sample : probe.samples) {
+    sample_lengths.push_back(static_cast<int64_t>(sample.size()));
+  }
+  MetricsObserver observer(model->shape(), device, sample_lengths, probe.token_samples);
   const std::vector<Batch> batches = PlanBatches(probe, model->shape(), options_.batch_size,
                                                  BatchBudgetBytes(device, checkpoint_bytes));
   const int total = static_cast<int>(batches.size());
@@ -178,11 +197,14 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
           absl::StrCat("checkpoint ", checkpoint_dir.string(), ": extraction cancelled"));
     }
     const BatchTensors batch = MakeBatchTensors(probe, batches[index], device);
-    observer.BeginBatch(batch.valid, batch.valid_count);
+    observer.BeginBatch(batch.valid, batch.valid_count, batches[index].samples);
     model->Forward(batch.ids, batch.valid, observer);
     if (callbacks.progress) callbacks.progress(index + 1, total);
   }
   CheckpointMetrics metrics = observer.Finish();
+  metrics.embed_partition_isotropy = EmbeddingPartitionIsotropy(model->input_embedding());
+  const at::Tensor gain = model->final_norm_gain().to(at::kCPU, at::kDouble).contiguous();
+  metrics.final_norm_gain.assign(gain.data_ptr<double>(), gain.data_ptr<double>() + gain.numel());
   metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return metrics;
 }

@@ -102,12 +102,15 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
     return absl::InvalidArgumentError(
         absl::StrCat("max_points must be >= 0, got ", request.max_points()));
   }
-  const std::vector<std::string>& hidden = analysis::PerHiddenStateMetricNames();
-  const bool per_hidden_state =
-      std::find(hidden.begin(), hidden.end(), request.metric()) != hidden.end();
+  const std::optional<analysis::MetricScope> scope = analysis::ScopeOfMetric(request.metric());
+  const bool per_hidden_state = scope == analysis::MetricScope::kHiddenState;
   if (per_hidden_state && request.has_head()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "metric '", request.metric(), "' is measured per hidden state, not per head: no head"));
+  }
+  if (scope == analysis::MetricScope::kCheckpoint && (request.has_layer() || request.has_head())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metric '", request.metric(), "' is measured per checkpoint: no layer or head"));
   }
   RETURN_IF_ERROR(ValidateAgainstRun(
       store, ns, request.run(),
@@ -128,17 +131,35 @@ absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& sto
                                                       const std::string& ns,
                                                       const pb::QueryVectorsRequest& request) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
-  const std::vector<std::string>& kinds = analysis::VectorKinds();
-  if (std::find(kinds.begin(), kinds.end(), request.kind()) == kinds.end()) {
+  const std::optional<analysis::MetricScope> scope = analysis::ScopeOfVectorKind(request.kind());
+  if (!scope.has_value()) {
+    std::vector<std::string> kinds = analysis::PerHeadVectorKinds();
+    for (const auto* more :
+         {&analysis::PerHiddenStateVectorKinds(), &analysis::PerCheckpointVectorKinds()}) {
+      kinds.insert(kinds.end(), more->begin(), more->end());
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         "kind must be one of ", absl::StrJoin(kinds, ", "), "; got '", request.kind(), "'"));
   }
-  RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
   RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
                                     request.has_to_step(), request.to_step()));
-  RETURN_IF_ERROR(
-      ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false));
   storage::VectorQuery query = FromProto(request);
+  switch (*scope) {
+    case analysis::MetricScope::kHead:
+      RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
+      RETURN_IF_ERROR(
+          ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false));
+      break;
+    case analysis::MetricScope::kHiddenState:
+      RETURN_IF_ERROR(
+          ValidateAgainstRun(store, ns, request.run(), request.layer(), std::nullopt, true));
+      query.head = -1;
+      break;
+    case analysis::MetricScope::kCheckpoint:
+      query.layer = -1;
+      query.head = -1;
+      break;
+  }
   query.ns = ns;
   ASSIGN_OR_RETURN(const storage::VectorResult result, store.QueryVectors(query));
   pb::QueryVectorsResponse response;

@@ -107,38 +107,80 @@ absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkR
   const int heads = metrics.num_heads();
   const size_t head_dim = metrics.head_dim();
   const size_t per_head = static_cast<size_t>(layers) * heads;
-  RETURN_IF_ERROR(CheckBlocks(
-      metrics.per_head(), "per_head", analysis::PerHeadMetricNames(), {}, per_head,
-      [&](const std::string& name, const auto& values) {
-        for (size_t i = 0; i < per_head; ++i) {
-          result.scalars.push_back({name, static_cast<int>(i / heads), static_cast<int>(i % heads),
-                                    values[static_cast<int>(i)]});
-        }
-      }));
+  RETURN_IF_ERROR(CheckBlocks(metrics.per_head(), "per_head", analysis::PerHeadMetricNames(), {},
+                              per_head, [&](const std::string& name, const auto& values) {
+                                for (size_t i = 0; i < per_head; ++i) {
+                                  result.scalars.push_back({name, static_cast<int>(i / heads),
+                                                            static_cast<int>(i % heads),
+                                                            values[static_cast<int>(i)]});
+                                }
+                              }));
   RETURN_IF_ERROR(CheckBlocks(
       metrics.per_hidden_state(), "per_hidden_state", analysis::PerHiddenStateMetricNames(), {},
       static_cast<size_t>(layers) + 1, [&](const std::string& name, const auto& values) {
         for (int i = 0; i <= layers; ++i) result.scalars.push_back({name, i, -1, values[i]});
       }));
-  const std::vector<std::string>& kinds = analysis::VectorKinds();
+  RETURN_IF_ERROR(CheckBlocks(metrics.per_checkpoint(), "per_checkpoint",
+                              analysis::PerCheckpointMetricNames(), {}, 1,
+                              [&](const std::string& name, const auto& values) {
+                                result.scalars.push_back({name, -1, -1, values[0]});
+                              }));
+
+  // Vectors: `units` of `dim` values each, the i-th stored at layer_of(i), head_of(i).
+  auto store_vectors = [&](size_t units, size_t dim, auto layer_of, auto head_of) {
+    return [&result, units, dim, layer_of, head_of](const std::string& kind, const auto& values) {
+      for (size_t i = 0; i < units; ++i) {
+        storage::VectorValue& vector = result.vectors.emplace_back();
+        vector.kind = kind;
+        vector.layer = layer_of(i);
+        vector.head = head_of(i);
+        vector.values.assign(values.begin() + i * dim, values.begin() + (i + 1) * dim);
+      }
+    };
+  };
+  const auto head_layer = [heads](size_t i) { return static_cast<int>(i / heads); };
+  const auto head_head = [heads](size_t i) { return static_cast<int>(i % heads); };
+  const std::vector<std::string>& kinds = analysis::PerHeadVectorKinds();
+  const std::vector<std::string>& sample_kinds = analysis::TokenSampleKinds();
   const std::vector<std::string> required(kinds.begin(), kinds.begin() + 2);  // q_mean, k_mean
-  const std::vector<std::string> optional(kinds.begin() + 2, kinds.end());    // pre-rotary
-  RETURN_IF_ERROR(CheckBlocks(
-      metrics.vectors(), "vectors", required, optional, per_head * head_dim,
-      [&](const std::string& kind, const auto& values) {
-        for (size_t i = 0; i < per_head; ++i) {
-          storage::VectorValue& vector = result.vectors.emplace_back();
-          vector.kind = kind;
-          vector.layer = static_cast<int>(i / heads);
-          vector.head = static_cast<int>(i % heads);
-          vector.values.assign(values.begin() + i * head_dim, values.begin() + (i + 1) * head_dim);
-        }
-      }));
+  const std::vector<std::string> optional(kinds.begin() + 2,                  // pre-rotary
+                                          kinds.end() - sample_kinds.size());
+  RETURN_IF_ERROR(CheckBlocks(metrics.vectors(), "vectors", required, optional, per_head * head_dim,
+                              store_vectors(per_head, head_dim, head_layer, head_head)));
   const int pre_rotary = metrics.vectors_size() - 2;
   if (pre_rotary != 0 && pre_rotary != static_cast<int>(optional.size())) {
-    return Refuse("vectors", absl::StrCat("give both of ", absl::StrJoin(optional, ", "),
-                                          " or neither"));
+    return Refuse("vectors",
+                  absl::StrCat("give both of ", absl::StrJoin(optional, ", "), " or neither"));
   }
+
+  const int64_t tokens = upload.probe().num_tokens();
+  if (metrics.token_samples() < 0 || metrics.token_samples() > tokens) {
+    return Refuse("token_samples", absl::StrCat(metrics.token_samples(), " is outside 0..", tokens,
+                                                " (the probe's tokens)"));
+  }
+  const size_t sample_dim = static_cast<size_t>(metrics.token_samples()) * head_dim;
+  RETURN_IF_ERROR(CheckBlocks(
+      metrics.samples(), "samples",
+      metrics.token_samples() > 0 ? sample_kinds : std::vector<std::string>(), {},
+      per_head * sample_dim, store_vectors(per_head, sample_dim, head_layer, head_head)));
+
+  if (metrics.hidden_size() < 1 || metrics.hidden_size() > kMaxShapeDimension) {
+    return Refuse("hidden_size",
+                  absl::StrCat(metrics.hidden_size(), " is outside 1..", kMaxShapeDimension));
+  }
+  const size_t hidden_size = metrics.hidden_size();
+  const size_t spectrum = std::min<size_t>(hidden_size, static_cast<size_t>(tokens));
+  RETURN_IF_ERROR(CheckBlocks(
+      metrics.hidden_state_vectors(), "hidden_state_vectors", analysis::PerHiddenStateVectorKinds(),
+      {}, (static_cast<size_t>(layers) + 1) * spectrum,
+      store_vectors(
+          static_cast<size_t>(layers) + 1, spectrum, [](size_t i) { return static_cast<int>(i); },
+          [](size_t) { return -1; })));
+  RETURN_IF_ERROR(
+      CheckBlocks(metrics.checkpoint_vectors(), "checkpoint_vectors",
+                  analysis::PerCheckpointVectorKinds(), {}, hidden_size,
+                  store_vectors(
+                      1, hidden_size, [](size_t) { return -1; }, [](size_t) { return -1; })));
   return result;
 }
 

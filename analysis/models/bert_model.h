@@ -39,6 +39,8 @@ class BertModel : public TransformerModel {
 
   const ModelShape& shape() const override { return shape_; }
   const at::Device& device() const override { return device_; }
+  const at::Tensor& input_embedding() const override { return word_embeddings_.weight; }
+  const at::Tensor& final_norm_gain() const override { return blocks_.back().output_norm.weight; }
   void Forward(const at::Tensor& input_ids, const at::Tensor& valid,
                ForwardObserver& observer) const override;
 

@@ -40,6 +40,8 @@ class GPT2Model : public TransformerModel {
 
   const ModelShape& shape() const override { return shape_; }
   const at::Device& device() const override { return device_; }
+  const at::Tensor& input_embedding() const override { return wte_.weight; }
+  const at::Tensor& final_norm_gain() const override { return ln_f_.weight; }
   void Forward(const at::Tensor& input_ids, const at::Tensor& valid,
                ForwardObserver& observer) const override;
 

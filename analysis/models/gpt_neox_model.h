@@ -42,6 +42,8 @@ class GPTNeoXModel : public TransformerModel {
 
   const ModelShape& shape() const override { return shape_; }
   const at::Device& device() const override { return device_; }
+  const at::Tensor& input_embedding() const override { return embed_in_.weight; }
+  const at::Tensor& final_norm_gain() const override { return final_norm_.weight; }
   void Forward(const at::Tensor& input_ids, const at::Tensor& valid,
                ForwardObserver& observer) const override;
 

@@ -43,6 +43,10 @@ class TransformerModel {
   virtual ~TransformerModel() = default;
   virtual const ModelShape& shape() const = 0;
   virtual const at::Device& device() const = 0;
+  // The input embedding matrix [V, D] and the gain [D] of the last LayerNorm before the
+  // output (METRICS.md "Per checkpoint"), in their stored dtype.
+  virtual const at::Tensor& input_embedding() const = 0;
+  virtual const at::Tensor& final_norm_gain() const = 0;
   // input_ids and valid are [B, T] (int64, bool; right padding) on device(). Run under
   // torch::InferenceMode. Throws c10::Error on LibTorch failures (the extractor catches).
   virtual void Forward(const at::Tensor& input_ids, const at::Tensor& valid,

@@ -12,6 +12,9 @@
 
 namespace anisoscope::analysis {
 
+// The token samples a job keeps when it does not say.
+inline constexpr int64_t kDefaultTokenSamples = 128;
+
 struct Probe {
   // Token ids per sample, unpadded; padding is added per batch by the extractor.
   std::vector<std::vector<int64_t>> samples;
@@ -19,6 +22,8 @@ struct Probe {
   std::string id;
   // Human-readable origin, e.g. "text wiki.test.raw windows 128x512".
   std::string description;
+  // M: the positions whose Q and K are kept per head (METRICS.md "Token samples"); 0: none.
+  int64_t token_samples = kDefaultTokenSamples;
 
   int64_t num_tokens() const;
   int64_t max_length() const;
@@ -41,6 +46,8 @@ struct ProbeSpec {
   int64_t samples = 128;
   // Tokens per sample, special tokens included; 0 means the model's maximum.
   int64_t seq_len = 0;
+  // Probe::token_samples of the built probe.
+  int64_t token_samples = kDefaultTokenSamples;
 };
 
 // "p" + 16 hex digits of a 64-bit FNV-1a over the sample count, lengths and ids.

@@ -163,7 +163,8 @@ class EndToEndTest(unittest.TestCase):
             (["query", "--metric", "nosuch"], "unknown metric 'nosuch'"),
             (["vectors", "--kind", "q_mean", "--layer", "0", "--head", "5"], "heads 0..3"),
             (["vectors", "--kind", "q_mean_pre_rotary", "--layer", "0", "--head", "0"],
-             "has no 'q_mean_pre_rotary' vectors; its kinds: k_mean, q_mean"),
+             "has no 'q_mean_pre_rotary' vectors; its kinds: final_norm_gain, hidden_spectrum, "
+             "k_mean, k_sample, q_mean, q_sample"),
             (["trajectory", "--layer", "9", "--head", "0"], "layers 0..2"),
         ]
         for args, message in cases:

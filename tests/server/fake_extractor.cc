@@ -49,16 +49,32 @@ analysis::CheckpointMetrics FakeMetricsFor(const fs::path& checkpoint_dir) {
       m.attn_entropy = base + 0.5;
       m.q_anisotropy = base + 0.6;
       m.k_anisotropy = base + 0.7;
+      m.attn_max_prob = base + 0.8;
+      m.attn_min_prob = base + 0.9;
+      m.attn_median_prob = base + 1.0;
+      m.attn_first_token_mass = base + 1.1;
       for (int i = 0; i < 4; ++i) {
         m.q_mean.push_back(base + i);
         m.k_mean.push_back(base - i);
       }
+      for (int i = 0; i < 8; ++i) {  // M = 2 token samples of head_dim 4
+        m.q_sample.push_back(base + i / 10.0);
+        m.k_sample.push_back(base - i / 10.0);
+      }
       metrics.heads.push_back(m);
     }
   }
+  metrics.token_samples = 2;
   for (int index = 0; index <= 2; ++index) {
-    metrics.hidden_states.push_back({index, seed + index, seed * 2 + index});
+    analysis::HiddenStateMetrics& m = metrics.hidden_states.emplace_back();
+    m.index = index;
+    m.anisotropy = seed + index;
+    m.mean_norm = seed * 2 + index;
+    m.isoscore = seed / 2 + index;
+    for (int i = 0; i < 8; ++i) m.spectrum.push_back(1.0 / (i + 1));  // min(21 tokens, d = 8)
   }
+  metrics.embed_partition_isotropy = seed;
+  metrics.final_norm_gain.assign(8, 1.0 + seed);
   metrics.seconds = 0.01;
   return metrics;
 }

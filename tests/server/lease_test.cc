@@ -52,7 +52,7 @@ class LeaseTest : public ServerFixture {
     request.set_lease_id(unit.lease_id());
     request.mutable_probe()->set_id(FakeProbeId(probe_));
     request.mutable_probe()->set_num_samples(2);
-    request.mutable_probe()->set_num_tokens(7);
+    request.mutable_probe()->set_num_tokens(21);  // FakeMetricsFor's
     *request.mutable_metrics() = worker::ToUpload(metrics);
     return workers_->CompleteWork(&context, request, response);
   }
@@ -243,7 +243,13 @@ TEST_F(LeaseTest, TheLargestSupportedShapeUploadsWhole) {
       }
     }
   }
-  for (int i = 0; i <= 36; ++i) metrics.hidden_states.push_back({i, 0.5, 1.0});
+  metrics.shape.hidden_size = 5120;
+  for (int i = 0; i <= 36; ++i) {
+    analysis::HiddenStateMetrics& m = metrics.hidden_states.emplace_back();
+    m.index = i;
+    m.spectrum.assign(21, 0.5);  // min(21 probe tokens, 5120)
+  }
+  metrics.final_norm_gain.assign(5120, 1.0);
   pb::CompleteWorkResponse response;
   const grpc::Status status = Complete(*unit, metrics, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();

@@ -53,7 +53,8 @@ void Deviations::Relative(double value) { relative = std::max(relative, value); 
 std::string Deviations::ToString() const {
   char text[160];
   std::snprintf(text, sizeof(text),
-                "%.2e absolute (cosines, entropies, anisotropies), %.2e relative (norms, dots)",
+                "%.2e absolute (cosines, entropies, anisotropies, probabilities, spectra), %.2e "
+                "relative (norms, dots, magnitudes)",
                 absolute, relative);
   return text;
 }
@@ -70,6 +71,51 @@ void ExpectVectorNear(const std::vector<double>& got, const nlohmann::json& want
   for (double x : expected) norm += x * x;
   for (size_t j = 0; j < expected.size(); ++j) {
     EXPECT_NEAR(got[j], expected[j], 1e-3 * std::sqrt(norm)) << at << "[" << j << "]";
+  }
+}
+
+// Token samples: M x d_h, each row within 1e-3 of its norm (as the means).
+void ExpectSamplesNear(const std::vector<double>& got, const nlohmann::json& head, const char* kind,
+                       const std::string& at) {
+  if (!head.contains(kind)) {
+    EXPECT_TRUE(got.empty()) << at << " " << kind << ": samples the reference did not keep";
+    return;
+  }
+  const nlohmann::json& rows = head[kind];
+  ASSERT_FALSE(rows.empty()) << at << " " << kind;
+  const size_t dim = rows[0].size();
+  ASSERT_EQ(got.size(), rows.size() * dim) << at << " " << kind;
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const std::vector<double> row(got.begin() + j * dim, got.begin() + (j + 1) * dim);
+    ExpectVectorNear(row, rows[j], at + " " + kind + "[" + std::to_string(j) + "]");
+  }
+}
+
+// The second-wave statistics of one hidden state: scores, ratios and uniformities within
+// 2e-4 absolute; max/median |x| and the skewness within 1e-3 relative; the spectrum σ_i/σ_1
+// each within 2e-4.
+void ExpectSecondWaveHiddenState(const HiddenStateMetrics& got, const nlohmann::json& want,
+                                 const std::string& at, Deviations& deviations) {
+  for (const auto& [name, value] : {std::pair<const char*, double>{"sv_median", got.sv_median},
+                                    {"ev_1", got.ev_1},
+                                    {"ev_10", got.ev_10},
+                                    {"isoscore", got.isoscore},
+                                    {"token_uniformity", got.token_uniformity},
+                                    {"first_token_uniformity", got.first_token_uniformity}}) {
+    deviations.Absolute(value, want[name].get<double>());
+    EXPECT_NEAR(value, want[name].get<double>(), 2e-4) << at << " " << name;
+  }
+  for (const auto& [name, value] : {std::pair<const char*, double>{"sv_skewness", got.sv_skewness},
+                                    {"max_abs", got.max_abs},
+                                    {"median_abs", got.median_abs}}) {
+    deviations.Relative(Relative(value, want[name].get<double>()));
+    EXPECT_LT(Relative(value, want[name].get<double>()), 1e-3) << at << " " << name;
+  }
+  const auto spectrum = want["spectrum"].get<std::vector<double>>();
+  ASSERT_EQ(got.spectrum.size(), spectrum.size()) << at << " spectrum";
+  for (size_t j = 0; j < spectrum.size(); ++j) {
+    deviations.Absolute(got.spectrum[j], spectrum[j]);
+    EXPECT_NEAR(got.spectrum[j], spectrum[j], 2e-4) << at << " spectrum[" << j << "]";
   }
 }
 
@@ -90,7 +136,11 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
          {std::pair<const char*, double>{"qk_mean_cosine", g.qk_mean_cosine},
           {"attn_entropy", g.attn_entropy},
           {"q_anisotropy", g.q_anisotropy},
-          {"k_anisotropy", g.k_anisotropy}}) {
+          {"k_anisotropy", g.k_anisotropy},
+          {"attn_max_prob", g.attn_max_prob},
+          {"attn_min_prob", g.attn_min_prob},
+          {"attn_median_prob", g.attn_median_prob},
+          {"attn_first_token_mass", g.attn_first_token_mass}}) {
       deviations.Absolute(value, w[name].get<double>());
       EXPECT_NEAR(value, w[name].get<double>(), 2e-4) << at << " " << name;
     }
@@ -102,6 +152,8 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
     }
     ExpectVectorNear(g.q_mean, w["q_mean"], at + " q_mean");
     ExpectVectorNear(g.k_mean, w["k_mean"], at + " k_mean");
+    ExpectSamplesNear(g.q_sample, w, "q_sample", at);
+    ExpectSamplesNear(g.k_sample, w, "k_sample", at);
     if (w.contains("q_mean_pre_rotary")) {
       ExpectVectorNear(g.q_mean_pre_rotary, w["q_mean_pre_rotary"], at + " q_mean_pre_rotary");
       ExpectVectorNear(g.k_mean_pre_rotary, w["k_mean_pre_rotary"], at + " k_mean_pre_rotary");
@@ -118,7 +170,13 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
     deviations.Relative(Relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()));
     EXPECT_NEAR(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>(), 2e-4) << at;
     EXPECT_LT(Relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()), 1e-3) << at;
+    ExpectSecondWaveHiddenState(got.hidden_states[i], w, at, deviations);
   }
+  EXPECT_EQ(got.token_samples, want["token_samples"].get<int64_t>()) << where;
+  deviations.Absolute(got.embed_partition_isotropy, want["embed_partition_isotropy"].get<double>());
+  EXPECT_NEAR(got.embed_partition_isotropy, want["embed_partition_isotropy"].get<double>(), 2e-4)
+      << where << " embed_partition_isotropy";
+  ExpectVectorNear(got.final_norm_gain, want["final_norm_gain"], where + " final_norm_gain");
 }
 
 }  // namespace anisoscope::analysis

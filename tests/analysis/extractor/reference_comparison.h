@@ -33,9 +33,11 @@ struct Deviations {
   std::string ToString() const;
 };
 
-// Cosines, entropies, anisotropies: absolute 2e-4. Norms, dots: relative 1e-3. Mean
-// vectors (q_mean, k_mean, and q/k_mean_pre_rotary where the reference has them, else they
-// must be empty): each component within 1e-3 of the vector's norm.
+// Cosines, entropies, anisotropies, attention probabilities, isotropy scores, explained
+// variances and σ_i/σ_1: absolute 2e-4. Norms, dots, max/median |x|, skewness: relative
+// 1e-3. Vectors (q_mean, k_mean, q/k_mean_pre_rotary where the reference has them, else they
+// must be empty; each token sample; final_norm_gain): each component within 1e-3 of the
+// vector's norm.
 void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& want,
                             const std::string& where, Deviations& deviations);
 

@@ -21,8 +21,9 @@ const std::vector<std::vector<int64_t>> kSamples = {{3, 7, 1, 9, 4, 4}, {2, 8, 5
 
 CheckpointMetrics Measure(const TransformerModel& model, const Batch2D& batch) {
   c10::InferenceMode guard;
-  MetricsObserver observer(model.shape(), model.device());
-  observer.BeginBatch(batch.valid, batch.valid.sum().item<int64_t>());
+  const std::vector<int64_t> lengths = {6, 3};  // kSamples
+  MetricsObserver observer(model.shape(), model.device(), lengths, /*token_samples=*/4);
+  observer.BeginBatch(batch.valid, batch.valid.sum().item<int64_t>(), {0, 1});
   model.Forward(batch.ids, batch.valid, observer);
   return observer.Finish();
 }
@@ -39,9 +40,10 @@ void ExpectNear(const std::vector<double>& got, const std::vector<double>& want,
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "dim " << i;
 }
 
-TEST(MetricsObserverTest, VectorKindsIncludeThePreRotaryMeans) {
-  EXPECT_EQ(VectorKinds(), (std::vector<std::string>{"q_mean", "k_mean", "q_mean_pre_rotary",
-                                                     "k_mean_pre_rotary"}));
+TEST(MetricsObserverTest, PerHeadVectorKindsIncludeThePreRotaryMeansAndTokenSamples) {
+  EXPECT_EQ(PerHeadVectorKinds(),
+            (std::vector<std::string>{"q_mean", "k_mean", "q_mean_pre_rotary", "k_mean_pre_rotary",
+                                      "q_sample", "k_sample"}));
 }
 
 TEST(MetricsObserverTest, RotaryModelRecordsPreRotaryMeansOverValidTokens) {

@@ -1,0 +1,79 @@
+#include "analysis/metrics/hidden_state_accumulator.h"
+
+#include "analysis/metrics/row_statistics.h"
+#include "analysis/metrics/spectral_statistics.h"
+
+namespace anisoscope::analysis {
+namespace {
+
+double Scalar(const at::Tensor& value) { return value.to(at::kCPU).item<double>(); }
+
+// Mean pairwise cosine of n vectors whose unit vectors sum to `unit_sum` (METRICS.md).
+double MeanPairwiseCosine(const at::Tensor& unit_sum, int64_t n) {
+  if (n < 2) return 0.0;
+  const double count = static_cast<double>(n);
+  return (Scalar(unit_sum.pow(2).sum()) - count) / (count * (count - 1));
+}
+
+}  // namespace
+
+HiddenStateAccumulator::HiddenStateAccumulator(int64_t dim, const at::Device& device) {
+  const at::TensorOptions options = at::TensorOptions().dtype(at::kDouble).device(device);
+  sum_ = at::zeros({dim}, options);
+  unit_sum_ = at::zeros({dim}, options);
+  gram_ = at::zeros({dim, dim}, options);
+  first_unit_sum_ = at::zeros({dim}, options);
+  uniformity_sum_ = at::zeros({}, options);
+  max_abs_ = at::zeros({}, options);
+  median_abs_sum_ = at::zeros({}, options);
+}
+
+void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& valid,
+                                 const std::vector<int64_t>& lengths, int64_t valid_count) {
+  const at::Tensor x = hidden.to(at::kDouble) * valid.unsqueeze(-1);  // padded rows are 0
+  const int64_t dim = x.size(-1);
+  const at::Tensor rows = x.reshape({-1, dim});
+  sum_ += rows.sum(0);
+  gram_.addmm_(rows.t(), rows);
+  // A zero vector has no direction: it adds 0 to Σ x̂ but still counts in N.
+  const at::Tensor units =
+      x / at::linalg_vector_norm(x, 2, {-1}, /*keepdim=*/true).clamp_min(1e-300);
+  const at::Tensor sample_units = units.sum(1);  // [B, D]
+  unit_sum_ += sample_units.sum(0);
+  first_unit_sum_ += units.select(1, 0).sum(0);
+  // TokenUni: u_s = (‖Σ_{t∈s} x̂_t‖² − n_s) / (n_s(n_s − 1)) for samples with n_s >= 2.
+  const at::Tensor n =
+      at::tensor(lengths, at::TensorOptions().dtype(at::kLong)).to(x.device(), at::kDouble);
+  const at::Tensor u = (sample_units.pow(2).sum(-1) - n) / (n * (n - 1)).clamp_min(1);
+  uniformity_sum_ += u.masked_fill(n < 2, 0).sum();
+  for (int64_t length : lengths) uniformity_samples_ += length >= 2 ? 1 : 0;
+  max_abs_ = at::maximum(max_abs_, x.abs().amax());
+  median_abs_sum_ += MedianAbsSum(hidden, lengths);
+  count_ += valid_count;
+  samples_ += static_cast<int64_t>(lengths.size());
+}
+
+HiddenStateMetrics HiddenStateAccumulator::Finish(int index) const {
+  HiddenStateMetrics m;
+  m.index = index;
+  if (count_ == 0) return m;
+  const double count = static_cast<double>(count_);
+  m.anisotropy = MeanPairwiseCosine(unit_sum_, count_);
+  m.mean_norm = Scalar(at::linalg_vector_norm(sum_ / count, 2));
+  const SpectralStatistics spectral = ComputeSpectralStatistics(gram_, sum_, count_);
+  m.spectrum = spectral.spectrum;
+  m.sv_skewness = spectral.sv_skewness;
+  m.sv_median = spectral.sv_median;
+  m.ev_1 = spectral.ev_1;
+  m.ev_10 = spectral.ev_10;
+  m.isoscore = spectral.isoscore;
+  m.token_uniformity = uniformity_samples_ > 0
+                           ? Scalar(uniformity_sum_) / static_cast<double>(uniformity_samples_)
+                           : 0.0;
+  m.first_token_uniformity = MeanPairwiseCosine(first_unit_sum_, samples_);
+  m.max_abs = Scalar(max_abs_);
+  m.median_abs = Scalar(median_abs_sum_) / count;
+  return m;
+}
+
+}  // namespace anisoscope::analysis

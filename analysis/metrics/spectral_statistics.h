@@ -1,0 +1,30 @@
+// The spectral statistics of one hidden state (METRICS.md "Second wave"), from the
+// streamed d x d Gram matrix XᵀX of its N valid vectors and their sum: singular values of
+// X (σ_i² are the eigenvalues of XᵀX), skewness, median, explained variance and IsoScore
+// (from the centered covariance XᵀX − N x̄ x̄ᵀ). Pure functions; thread-safe.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace anisoscope::analysis {
+
+struct SpectralStatistics {
+  std::vector<double> spectrum;  // σ_i / σ_1, i = 1 … min(N, d), descending
+  double sv_skewness = 0;        // population skewness of the σ_i (scipy.stats.skew)
+  double sv_median = 0;          // numpy median of σ_i / σ_1
+  double ev_1 = 0;               // Σ_{i≤k} σ_i² / Σ_i σ_i², k = 1 and 10
+  double ev_10 = 0;
+  double isoscore = 0;  // Rudman et al. 2022
+};
+
+// gram [d, d] and sum [d]: float64, any device; count: N. All zeros for N = 0.
+SpectralStatistics ComputeSpectralStatistics(const at::Tensor& gram, const at::Tensor& sum,
+                                             int64_t count);
+
+// IsoScore of the eigenvalues `lambda` (>= 0) of a d x d covariance.
+double IsoScore(const std::vector<double>& lambda);
+
+}  // namespace anisoscope::analysis
