@@ -74,6 +74,17 @@ absl::Status CheckDtypeRunsOn(at::ScalarType dtype, const TorchExtractorOptions&
   return absl::OkStatus();
 }
 
+// Q and K token samples travel and are stored as float64: M is capped so that they take at
+// most this much per step (a BERT-base keeps 227 positions, a Pythia-1B 64), well inside
+// the 64 MiB message limit of an upload.
+constexpr int64_t kMaxTokenSampleBytes = int64_t{32} << 20;
+
+int64_t TokenSamplesFor(const ModelShape& shape, int64_t requested) {
+  const int64_t bytes_per_position =
+      2 * int64_t{shape.num_layers} * shape.num_heads * shape.head_dim * int64_t{sizeof(double)};
+  return std::min(requested, kMaxTokenSampleBytes / std::max<int64_t>(bytes_per_position, 1));
+}
+
 class TorchExtractor : public Extractor {
  public:
   explicit TorchExtractor(const TorchExtractorOptions& options) : options_(options) {}
@@ -187,7 +198,8 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   for (const std::vector<int64_t>& sample : probe.samples) {
     sample_lengths.push_back(static_cast<int64_t>(sample.size()));
   }
-  MetricsObserver observer(model->shape(), device, sample_lengths, probe.token_samples);
+  MetricsObserver observer(model->shape(), device, sample_lengths,
+                           TokenSamplesFor(model->shape(), probe.token_samples));
   const std::vector<Batch> batches = PlanBatches(probe, model->shape(), options_.batch_size,
                                                  BatchBudgetBytes(device, checkpoint_bytes));
   const int total = static_cast<int>(batches.size());
