@@ -133,13 +133,9 @@ absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& sto
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   const std::optional<analysis::MetricScope> scope = analysis::ScopeOfVectorKind(request.kind());
   if (!scope.has_value()) {
-    std::vector<std::string> kinds = analysis::PerHeadVectorKinds();
-    for (const auto* more :
-         {&analysis::PerHiddenStateVectorKinds(), &analysis::PerCheckpointVectorKinds()}) {
-      kinds.insert(kinds.end(), more->begin(), more->end());
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kind must be one of ", absl::StrJoin(kinds, ", "), "; got '", request.kind(), "'"));
+    return absl::InvalidArgumentError(absl::StrCat("kind must be one of ",
+                                                   absl::StrJoin(analysis::AllVectorKinds(), ", "),
+                                                   "; got '", request.kind(), "'"));
   }
   RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
                                     request.has_to_step(), request.to_step()));

@@ -106,6 +106,17 @@ const std::vector<std::string>& PerCheckpointVectorKinds() {
   return names;
 }
 
+const std::vector<std::string>& AllVectorKinds() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> kinds = PerHeadVectorKinds();
+    for (const auto* more : {&PerHiddenStateVectorKinds(), &PerCheckpointVectorKinds()}) {
+      kinds.insert(kinds.end(), more->begin(), more->end());
+    }
+    return kinds;
+  }();
+  return names;
+}
+
 std::optional<MetricScope> ScopeOfMetric(std::string_view name) {
   if (Contains(PerHeadMetricNames(), name)) return MetricScope::kHead;
   if (Contains(PerHiddenStateMetricNames(), name)) return MetricScope::kHiddenState;

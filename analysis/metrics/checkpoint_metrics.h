@@ -87,6 +87,8 @@ const std::vector<std::string>& TokenSampleKinds();
 const std::vector<std::string>& PerHiddenStateVectorKinds();
 // final_norm_gain.
 const std::vector<std::string>& PerCheckpointVectorKinds();
+// Every vector kind: per head, then per hidden state, then per checkpoint.
+const std::vector<std::string>& AllVectorKinds();
 
 // The scope of a scalar metric or of a vector kind; nullopt for an unknown name.
 std::optional<MetricScope> ScopeOfMetric(std::string_view name);

@@ -2,18 +2,12 @@
 
 #include "analysis/metrics/row_statistics.h"
 #include "analysis/metrics/spectral_statistics.h"
+#include "analysis/metrics/vector_accumulator.h"
 
 namespace anisoscope::analysis {
 namespace {
 
 double Scalar(const at::Tensor& value) { return value.to(at::kCPU).item<double>(); }
-
-// Mean pairwise cosine of n vectors whose unit vectors sum to `unit_sum` (METRICS.md).
-double MeanPairwiseCosine(const at::Tensor& unit_sum, int64_t n) {
-  if (n < 2) return 0.0;
-  const double count = static_cast<double>(n);
-  return (Scalar(unit_sum.pow(2).sum()) - count) / (count * (count - 1));
-}
 
 }  // namespace
 
@@ -58,7 +52,7 @@ HiddenStateMetrics HiddenStateAccumulator::Finish(int index) const {
   m.index = index;
   if (count_ == 0) return m;
   const double count = static_cast<double>(count_);
-  m.anisotropy = MeanPairwiseCosine(unit_sum_, count_);
+  m.anisotropy = Scalar(MeanPairwiseCosine(unit_sum_, count_));
   m.mean_norm = Scalar(at::linalg_vector_norm(sum_ / count, 2));
   const SpectralStatistics spectral = ComputeSpectralStatistics(gram_, sum_, count_);
   m.spectrum = spectral.spectrum;
@@ -70,7 +64,7 @@ HiddenStateMetrics HiddenStateAccumulator::Finish(int index) const {
   m.token_uniformity = uniformity_samples_ > 0
                            ? Scalar(uniformity_sum_) / static_cast<double>(uniformity_samples_)
                            : 0.0;
-  m.first_token_uniformity = MeanPairwiseCosine(first_unit_sum_, samples_);
+  m.first_token_uniformity = Scalar(MeanPairwiseCosine(first_unit_sum_, samples_));
   m.max_abs = Scalar(max_abs_);
   m.median_abs = Scalar(median_abs_sum_) / count;
   return m;

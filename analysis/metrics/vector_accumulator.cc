@@ -24,10 +24,15 @@ at::Tensor VectorAccumulator::Mean() const {
   return count_ > 0 ? sum_ / static_cast<double>(count_) : at::zeros_like(sum_);
 }
 
+at::Tensor MeanPairwiseCosine(const at::Tensor& unit_sum, int64_t n) {
+  if (n < 2) return at::zeros_like(unit_sum.select(-1, 0));
+  const double count = static_cast<double>(n);
+  return (unit_sum.pow(2).sum(-1) - count) / (count * (count - 1.0));
+}
+
 at::Tensor VectorAccumulator::Anisotropy() const {
-  if (count_ < 2 || !unit_sum_.defined()) return at::zeros({sum_.size(0)}, sum_.options());
-  const double n = static_cast<double>(count_);
-  return (unit_sum_.pow(2).sum(-1) - n) / (n * (n - 1.0));
+  if (!unit_sum_.defined()) return at::zeros({sum_.size(0)}, sum_.options());
+  return MeanPairwiseCosine(unit_sum_, count_);
 }
 
 }  // namespace anisoscope::analysis

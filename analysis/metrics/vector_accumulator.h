@@ -13,6 +13,10 @@
 
 namespace anisoscope::analysis {
 
+// Mean pairwise cosine (METRICS.md) of n vectors whose unit vectors sum to `unit_sum`
+// [..., dim]: (‖Σ x̂‖² − n) / (n(n − 1)), over the last dimension; zeros when n < 2.
+at::Tensor MeanPairwiseCosine(const at::Tensor& unit_sum, int64_t n);
+
 class VectorAccumulator {
  public:
   // `with_anisotropy` false: only Mean() is available (Anisotropy() returns zeros).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <vector>
 
 namespace anisoscope::analysis {
@@ -91,26 +92,43 @@ void ExpectSamplesNear(const std::vector<double>& got, const nlohmann::json& hea
   }
 }
 
-// The second-wave statistics of one hidden state: scores, ratios and uniformities within
-// 2e-4 absolute; max/median |x| and the skewness within 1e-3 relative; the spectrum σ_i/σ_1
-// each within 2e-4.
-void ExpectSecondWaveHiddenState(const HiddenStateMetrics& got, const nlohmann::json& want,
-                                 const std::string& at, Deviations& deviations) {
-  for (const auto& [name, value] : {std::pair<const char*, double>{"sv_median", got.sv_median},
-                                    {"ev_1", got.ev_1},
-                                    {"ev_10", got.ev_10},
-                                    {"isoscore", got.isoscore},
-                                    {"token_uniformity", got.token_uniformity},
-                                    {"first_token_uniformity", got.first_token_uniformity}}) {
+using NamedValues = std::initializer_list<std::pair<const char*, double>>;
+
+// Each value within 2e-4 of want[name] (cosines, probabilities, scores, ratios).
+void ExpectAbsolute(NamedValues got, const nlohmann::json& want, const std::string& at,
+                    Deviations& deviations) {
+  for (const auto& [name, value] : got) {
     deviations.Absolute(value, want[name].get<double>());
     EXPECT_NEAR(value, want[name].get<double>(), 2e-4) << at << " " << name;
   }
-  for (const auto& [name, value] : {std::pair<const char*, double>{"sv_skewness", got.sv_skewness},
-                                    {"max_abs", got.max_abs},
-                                    {"median_abs", got.median_abs}}) {
+}
+
+// Each value within 1e-3 relative of want[name] (norms, dots, magnitudes).
+void ExpectRelative(NamedValues got, const nlohmann::json& want, const std::string& at,
+                    Deviations& deviations) {
+  for (const auto& [name, value] : got) {
     deviations.Relative(Relative(value, want[name].get<double>()));
     EXPECT_LT(Relative(value, want[name].get<double>()), 1e-3) << at << " " << name;
   }
+}
+
+// One hidden state: anisotropy, scores, ratios and uniformities within 2e-4 absolute; the
+// mean norm, max/median |x| and the skewness within 1e-3 relative; each σ_i/σ_1 within 2e-4.
+void ExpectHiddenStateMatches(const HiddenStateMetrics& got, const nlohmann::json& want,
+                              const std::string& at, Deviations& deviations) {
+  ExpectAbsolute({{"anisotropy", got.anisotropy},
+                  {"sv_median", got.sv_median},
+                  {"ev_1", got.ev_1},
+                  {"ev_10", got.ev_10},
+                  {"isoscore", got.isoscore},
+                  {"token_uniformity", got.token_uniformity},
+                  {"first_token_uniformity", got.first_token_uniformity}},
+                 want, at, deviations);
+  ExpectRelative({{"mean_norm", got.mean_norm},
+                  {"sv_skewness", got.sv_skewness},
+                  {"max_abs", got.max_abs},
+                  {"median_abs", got.median_abs}},
+                 want, at, deviations);
   const auto spectrum = want["spectrum"].get<std::vector<double>>();
   ASSERT_EQ(got.spectrum.size(), spectrum.size()) << at << " spectrum";
   for (size_t j = 0; j < spectrum.size(); ++j) {
@@ -132,24 +150,19 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
         where + " layer " + std::to_string(g.layer) + " head " + std::to_string(g.head);
     ASSERT_EQ(g.layer, w["layer"].get<int>()) << at;
     ASSERT_EQ(g.head, w["head"].get<int>()) << at;
-    for (const auto& [name, value] :
-         {std::pair<const char*, double>{"qk_mean_cosine", g.qk_mean_cosine},
-          {"attn_entropy", g.attn_entropy},
-          {"q_anisotropy", g.q_anisotropy},
-          {"k_anisotropy", g.k_anisotropy},
-          {"attn_max_prob", g.attn_max_prob},
-          {"attn_min_prob", g.attn_min_prob},
-          {"attn_median_prob", g.attn_median_prob},
-          {"attn_first_token_mass", g.attn_first_token_mass}}) {
-      deviations.Absolute(value, w[name].get<double>());
-      EXPECT_NEAR(value, w[name].get<double>(), 2e-4) << at << " " << name;
-    }
-    for (const auto& [name, value] : {std::pair<const char*, double>{"q_mean_norm", g.q_mean_norm},
-                                      {"k_mean_norm", g.k_mean_norm},
-                                      {"qk_mean_dot", g.qk_mean_dot}}) {
-      deviations.Relative(Relative(value, w[name].get<double>()));
-      EXPECT_LT(Relative(value, w[name].get<double>()), 1e-3) << at << " " << name;
-    }
+    ExpectAbsolute({{"qk_mean_cosine", g.qk_mean_cosine},
+                    {"attn_entropy", g.attn_entropy},
+                    {"q_anisotropy", g.q_anisotropy},
+                    {"k_anisotropy", g.k_anisotropy},
+                    {"attn_max_prob", g.attn_max_prob},
+                    {"attn_min_prob", g.attn_min_prob},
+                    {"attn_median_prob", g.attn_median_prob},
+                    {"attn_first_token_mass", g.attn_first_token_mass}},
+                   w, at, deviations);
+    ExpectRelative({{"q_mean_norm", g.q_mean_norm},
+                    {"k_mean_norm", g.k_mean_norm},
+                    {"qk_mean_dot", g.qk_mean_dot}},
+                   w, at, deviations);
     ExpectVectorNear(g.q_mean, w["q_mean"], at + " q_mean");
     ExpectVectorNear(g.k_mean, w["k_mean"], at + " k_mean");
     ExpectSamplesNear(g.q_sample, w, "q_sample", at);
@@ -165,17 +178,12 @@ void ExpectMatchesReference(const CheckpointMetrics& got, const nlohmann::json& 
   ASSERT_EQ(got.hidden_states.size(), want["hidden_states"].size()) << where;
   for (size_t i = 0; i < got.hidden_states.size(); ++i) {
     const nlohmann::json& w = want["hidden_states"][i];
-    const std::string at = where + " hidden state " + std::to_string(i);
-    deviations.Absolute(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>());
-    deviations.Relative(Relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()));
-    EXPECT_NEAR(got.hidden_states[i].anisotropy, w["anisotropy"].get<double>(), 2e-4) << at;
-    EXPECT_LT(Relative(got.hidden_states[i].mean_norm, w["mean_norm"].get<double>()), 1e-3) << at;
-    ExpectSecondWaveHiddenState(got.hidden_states[i], w, at, deviations);
+    ExpectHiddenStateMatches(got.hidden_states[i], w, where + " hidden state " + std::to_string(i),
+                             deviations);
   }
   EXPECT_EQ(got.token_samples, want["token_samples"].get<int64_t>()) << where;
-  deviations.Absolute(got.embed_partition_isotropy, want["embed_partition_isotropy"].get<double>());
-  EXPECT_NEAR(got.embed_partition_isotropy, want["embed_partition_isotropy"].get<double>(), 2e-4)
-      << where << " embed_partition_isotropy";
+  ExpectAbsolute({{"embed_partition_isotropy", got.embed_partition_isotropy}}, want, where,
+                 deviations);
   ExpectVectorNear(got.final_norm_gain, want["final_norm_gain"], where + " final_norm_gain");
 }
 
