@@ -19,7 +19,9 @@ std::string TrimRight(std::string line) {
   return line;
 }
 
+// "L3H1" per head, "L3" per hidden state, "value" per checkpoint (layer -1).
 std::string ColumnName(int32_t layer, int32_t head) {
+  if (layer < 0) return "value";
   return head < 0 ? absl::StrCat("L", layer) : absl::StrCat("L", layer, "H", head);
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/metrics/checkpoint_metrics.h"
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "client/formatters.h"
 #include "client/job_formatters.h"
@@ -67,18 +68,39 @@ int RunQuery(const ParsedArgs& args, const CommandContext& context) {
   return kExitOk;
 }
 
+// The flags a vector kind needs besides --run and --kind: a head's kinds --layer and
+// --head, a hidden state's --layer (its index), a checkpoint's none.
+std::vector<const char*> WhereFlagsOf(const std::string& kind) {
+  switch (analysis::ScopeOfVectorKind(kind).value_or(analysis::MetricScope::kHead)) {
+    case analysis::MetricScope::kHead:
+      return {"layer", "head"};
+    case analysis::MetricScope::kHiddenState:
+      return {"layer"};
+    case analysis::MetricScope::kCheckpoint:
+      return {};
+  }
+  return {};
+}
+
 int RunVectors(const ParsedArgs& args, const CommandContext& context) {
-  for (const char* required : {"run", "kind", "layer", "head"}) {
+  for (const char* required : {"run", "kind"}) {
     if (!args.Has(required)) {
       return context.UsageError(absl::StrCat("vectors: --", required, " is required"));
     }
   }
+  const std::string kind = args.GetString("kind");
+  for (const char* required : WhereFlagsOf(kind)) {
+    if (!args.Has(required)) {
+      return context.UsageError(
+          absl::StrCat("vectors: --", required, " is required for --kind ", kind));
+    }
+  }
   v1::QueryVectorsRequest request;
   request.set_run(args.GetString("run"));
-  request.set_kind(args.GetString("kind"));
+  request.set_kind(kind);
   request.set_probe_id(args.GetString("probe"));
-  request.set_layer(static_cast<int32_t>(args.GetInt("layer")));
-  request.set_head(static_cast<int32_t>(args.GetInt("head")));
+  request.set_layer(static_cast<int32_t>(args.GetInt("layer", 0)));
+  request.set_head(static_cast<int32_t>(args.GetInt("head", 0)));
   if (!SetStepRange(args, context, &request)) return kExitUsage;
   auto channel = context.Connect();
   if (!channel.ok()) return context.Error(channel.status().message());
@@ -159,22 +181,28 @@ std::vector<Command> QueryCommands() {
                  "digits; csv: step,layer,head,value; json: [{step, layer, head, value}];\n"
                  "csv and json keep full precision; head is empty (csv) or null (json) for\n"
                  "hidden-state metrics"));
-  query.details = absl::StrCat("metrics per head:\n  ", absl::StrJoin(kHeadMetrics, " "),
-                               "\nmetrics per hidden state (one value per layer):\n  ",
-                               absl::StrJoin(kHiddenMetrics, " "), "\n");
+  query.details =
+      absl::StrCat("metrics per head:\n  ", absl::StrJoin(analysis::PerHeadMetricNames(), " "),
+                   "\nmetrics per hidden state (one value per layer):\n  ",
+                   absl::StrJoin(analysis::PerHiddenStateMetricNames(), " "),
+                   "\nmetrics per checkpoint (no layer or head):\n  ",
+                   absl::StrJoin(analysis::PerCheckpointMetricNames(), " "), "\n");
 
   CommandSpec vectors;
   vectors.name = "vectors";
   vectors.synopsis =
-      "--run NAME --kind q_mean|k_mean|q_mean_pre_rotary|k_mean_pre_rotary --layer L\n"
-      "--head H [--probe ID] [--from-step A] [--to-step B] [--format json|csv]";
-  vectors.summary = "print the mean query or key vector of one head at each step";
+      "--run NAME --kind K [--layer L] [--head H] [--probe ID] [--from-step A] [--to-step B]\n"
+      "[--format json|csv]";
+  vectors.summary = "print one stored vector (mean Q/K, token samples, spectrum, gain) per step";
   vectors.flags = {
       StringFlag("run", "NAME", "the run (see 'runs')"),
-      ChoiceFlag("kind", {"q_mean", "k_mean", "q_mean_pre_rotary", "k_mean_pre_rotary"},
-                 "mean query or mean key vector; *_pre_rotary: before the rotary embedding\n"
-                 "(rotary models such as gpt_neox only)"),
-      IntFlag("layer", "L", "the layer", 0, INT32_MAX),
+      ChoiceFlag("kind", analysis::AllVectorKinds(),
+                 "per head (needs --layer, --head): q_mean, k_mean; *_pre_rotary: before the\n"
+                 "rotary embedding (rotary models such as gpt_neox only); q_sample, k_sample:\n"
+                 "Q and K at the probe's M sampled positions, M x head_dim row-major. Per\n"
+                 "hidden state (needs --layer, the hidden state's index): hidden_spectrum.\n"
+                 "Per checkpoint: final_norm_gain"),
+      IntFlag("layer", "L", "the layer, or the hidden state's index", 0, INT32_MAX),
       IntFlag("head", "H", "the head", 0, INT32_MAX),
       StringFlag("probe", "ID", "the probe (default: the run's only one)"),
   };

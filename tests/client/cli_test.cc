@@ -104,7 +104,9 @@ TEST_F(CliTest, UsageErrorsExitTwoWithOneLine) {
   EXPECT_EQ(Run({"query", "--run", "r"}), 2);
   EXPECT_EQ(err_, "anisoscope: query: --metric is required\n");
   EXPECT_EQ(Run({"vectors", "--run", "r", "--kind", "q_mean", "--head", "0"}), 2);
-  EXPECT_EQ(err_, "anisoscope: vectors: --layer is required\n");
+  EXPECT_EQ(err_, "anisoscope: vectors: --layer is required for --kind q_mean\n");
+  EXPECT_EQ(Run({"vectors", "--run", "r", "--kind", "hidden_spectrum"}), 2);
+  EXPECT_EQ(err_, "anisoscope: vectors: --layer is required for --kind hidden_spectrum\n");
   EXPECT_EQ(Run({"query", "--run", "r", "--metric", "m", "--from-step", "9", "--to-step", "3"}), 2);
   EXPECT_EQ(err_, "anisoscope: --from-step 9 is after --to-step 3\n");
   EXPECT_EQ(Run({"status", "abc"}), 2);
@@ -284,7 +286,8 @@ TEST_F(CliTest, VectorsPrintsJsonByDefaultAndCsv) {
   EXPECT_EQ(Run({"vectors", "--run", "r", "--kind", "v_mean", "--layer", "1", "--head", "2"}), 2);
   EXPECT_EQ(
       err_,
-      "anisoscope: --kind: expected one of q_mean, k_mean, q_mean_pre_rotary, k_mean_pre_rotary; "
+      "anisoscope: --kind: expected one of q_mean, k_mean, q_mean_pre_rotary, k_mean_pre_rotary, "
+      "q_sample, k_sample, hidden_spectrum, final_norm_gain; "
       "got 'v_mean'\n");
 }
 

@@ -99,6 +99,43 @@ class EndToEndTest(unittest.TestCase):
         table = self.server.cli("query", "--run", "seed0", "--metric", "attn_entropy",
                                 "--layer", "0", check=True).stdout
         self.assertIn("400", table)
+        self.check_second_wave_through_the_cli()
+
+    def check_second_wave_through_the_cli(self):
+        """The second-wave scalars and vectors of each scope, stored and served as measured."""
+        cases = [(["--metric", "attn_first_token_mass", "--layer", "1", "--head", "2"],
+                  lambda ref: ref["heads"][1 * 4 + 2]["attn_first_token_mass"]),
+                 (["--metric", "hidden_isoscore", "--layer", "2"],
+                  lambda ref: ref["hidden_states"][2]["isoscore"]),
+                 (["--metric", "embed_partition_isotropy"],
+                  lambda ref: ref["embed_partition_isotropy"])]
+        for args, want in cases:
+            rows = list(csv.DictReader(io.StringIO(self.server.cli(
+                "query", "--run", "seed0", *args, "--format", "csv", check=True).stdout)))
+            self.assertEqual([int(r["step"]) for r in rows], STEPS, args)
+            for row in rows:
+                self.assertAlmostEqual(float(row["value"]), want(reference(int(row["step"]))),
+                                       delta=2e-4, msg=args)
+        self.assertIn("value", self.server.cli("query", "--run", "seed0", "--metric",
+                                               "embed_partition_isotropy", check=True).stdout)
+        vector_cases = [(["--kind", "hidden_spectrum", "--layer", "3"],
+                         lambda ref: ref["hidden_states"][3]["spectrum"]),
+                        (["--kind", "final_norm_gain"], lambda ref: ref["final_norm_gain"]),
+                        (["--kind", "q_sample", "--layer", "0", "--head", "3"],
+                         lambda ref: [x for row in ref["heads"][3]["q_sample"] for x in row])]
+        for args, want in vector_cases:
+            vectors = json.loads(self.server.cli("vectors", "--run", "seed0", *args,
+                                                 check=True).stdout)
+            self.assertEqual([v["step"] for v in vectors], STEPS, args)
+            for entry in vectors:
+                expected = want(reference(entry["step"]))
+                self.assertEqual(len(entry["values"]), len(expected), args)
+                scale = max(abs(x) for x in expected)
+                for got, value in zip(entry["values"], expected):
+                    self.assertLess(abs(got - value), 1e-3 * scale, args)
+        result = self.server.cli("vectors", "--run", "seed0", "--kind", "hidden_spectrum")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("--layer is required for --kind hidden_spectrum", result.stderr)
 
     def test_resubmit_skips_and_force_replaces_without_duplicates(self):
         checkpoints = os.path.join(FIXTURE, "bin")
