@@ -25,10 +25,6 @@ bool IsFinal(JobState state) {
          state == JobState::kCancelled;
 }
 
-std::string NowIso8601() {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
-}
-
 absl::Status LeaseNotCurrent(const std::string& lease_id) {
   return absl::FailedPreconditionError(absl::StrCat(
       "lease '", lease_id, "' is not current (it expired, was completed or given back)"));
@@ -103,7 +99,8 @@ absl::Status JobRunner::Resume() {
     if (!probe.ok()) {
       spdlog::error("job {} cannot resume: {}", id, probe.status().ToString());
       RETURN_IF_ERROR(
-          store_->SetJobState(id, JobState::kFailed, std::string(probe.status().message())));
+          store_->SetJobState(id, JobState::kFailed, std::string(probe.status().message()))
+              .status());
       continue;
     }
     int left = 0;
@@ -119,7 +116,7 @@ absl::Status JobRunner::Resume() {
         checkpoint.attempt = std::max(0, checkpoint.attempt - 1);
         checkpoint.lease_id.clear();
         checkpoint.lease_local = false;
-        RETURN_IF_ERROR(store_->UpdateCheckpoint(id, checkpoint));
+        ASSIGN_OR_RETURN(record.updated_at, store_->UpdateCheckpoint(id, checkpoint));
         ++left;
         continue;
       }
@@ -461,7 +458,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   // The upload is checked and written outside the lock: heartbeats of other leases go on.
   absl::StatusOr<storage::StepResult> result =
       StepResultFromUpload(request, run, finished.step, finished.path);
-  absl::StatusOr<StepState> stored = StepState::kFailed;
+  absl::StatusOr<storage::FinishedLease> stored = storage::FinishedLease{StepState::kFailed};
   if (!result.ok()) {
     stored = result.status();
   } else {
@@ -497,9 +494,9 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
       status = absl::Status(stored.status().code(), error);
     } else {
       ActiveJob* job = active_.at(key.first).get();
-      finished.state = *stored;
+      finished.state = stored->state;
       job->record.checkpoints[key.second] = finished;
-      job->record.updated_at = NowIso8601();
+      job->record.updated_at = stored->updated_at;
       leases_.erase(it);
       spdlog::info("job {} step {} {} in {:.2f} s by {}", key.first, finished.step,
                    storage::StepStateName(finished.state), finished.seconds, finished.worker);
@@ -509,14 +506,14 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   }
   for (auto& deliver : deliveries) deliver();
   if (!status.ok()) return status;
-  if (options_.metrics != nullptr && *stored == StepState::kDone) {
+  if (options_.metrics != nullptr && stored->state == StepState::kDone) {
     options_.metrics->RecordCheckpoint(request.metrics().model_family(), device, request.seconds());
   }
   Audit({0, "", actor, ns, "complete", absl::StrCat("job ", job_id, " step ", finished.step),
-         absl::StrCat("run ", run, ", ", storage::StepStateName(*stored), " by worker '",
+         absl::StrCat("run ", run, ", ", storage::StepStateName(stored->state), " by worker '",
                       finished.worker, "' in ", absl::SixDigits(finished.seconds), " s")});
   pb::CompleteWorkResponse response;
-  response.set_state(ToProto(*stored));
+  response.set_state(ToProto(stored->state));
   return response;
 }
 
@@ -679,7 +676,7 @@ absl::Status JobRunner::AddFollowedCheckpoints(int64_t id,
                        [&](const storage::CheckpointSpec& c) { return known.count(c.step) > 0; }),
         found.end());
     if (found.empty()) return absl::OkStatus();
-    RETURN_IF_ERROR(store_->AddJobCheckpoints(id, found));
+    ASSIGN_OR_RETURN(std::string updated_at, store_->AddJobCheckpoints(id, found));
     for (const storage::CheckpointSpec& spec : found) {
       storage::JobCheckpoint& checkpoint = job->record.checkpoints.emplace_back();
       checkpoint.step = spec.step;
@@ -689,7 +686,7 @@ absl::Status JobRunner::AddFollowedCheckpoints(int64_t id,
       spdlog::info("job {} follows {}: step {} added", id, job->record.spec.follow_dir, spec.step);
       PublishStep(job, index, pb::JobEvent::KIND_STEP_ADDED, 0, 0);
     }
-    job->record.updated_at = NowIso8601();
+    job->record.updated_at = std::move(updated_at);
     DispatchLocked(&deliveries);
   }
   for (auto& deliver : deliveries) deliver();
@@ -743,20 +740,26 @@ void JobRunner::Drain() {
 // ---- Store and events ------------------------------------------------------------------
 
 absl::Status JobRunner::SaveCheckpoint(ActiveJob* job, size_t index) {
-  job->record.updated_at = NowIso8601();
-  absl::Status status = store_->UpdateCheckpoint(job->record.id, job->record.checkpoints[index]);
-  if (!status.ok()) {
-    spdlog::error("job {}: storing checkpoint state failed: {}", job->record.id, status.ToString());
+  absl::StatusOr<std::string> updated_at =
+      store_->UpdateCheckpoint(job->record.id, job->record.checkpoints[index]);
+  if (!updated_at.ok()) {
+    spdlog::error("job {}: storing checkpoint state failed: {}", job->record.id,
+                  updated_at.status().ToString());
+    return updated_at.status();
   }
-  return status;
+  job->record.updated_at = *std::move(updated_at);
+  return absl::OkStatus();
 }
 
 void JobRunner::SaveJobState(ActiveJob* job) {
-  job->record.updated_at = NowIso8601();
-  absl::Status status = store_->SetJobState(job->record.id, job->record.state, job->record.error);
-  if (!status.ok()) {
-    spdlog::error("job {}: storing job state failed: {}", job->record.id, status.ToString());
+  absl::StatusOr<std::string> updated_at =
+      store_->SetJobState(job->record.id, job->record.state, job->record.error);
+  if (!updated_at.ok()) {
+    spdlog::error("job {}: storing job state failed: {}", job->record.id,
+                  updated_at.status().ToString());
+    return;
   }
+  job->record.updated_at = *std::move(updated_at);
 }
 
 void JobRunner::PublishStep(ActiveJob* job, size_t index, int kind, int done, int total) {

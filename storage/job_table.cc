@@ -15,14 +15,23 @@ absl::Status JobNotFound(int64_t id) {
   return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
 }
 
-absl::Status BumpUpdatedAt(SqliteDb* db, int64_t id) {
-  ASSIGN_OR_RETURN(
-      Statement update,
-      db->Prepare(absl::StrCat("UPDATE jobs SET updated_at = ", kNowSql, " WHERE id = ?")));
+// Runs `update`, an UPDATE of job `id`'s row ending in RETURNING updated_at, and returns the
+// new updated_at: the store is the one clock of a job's changes.
+absl::StatusOr<std::string> UpdatedAtOf(Statement& update, int64_t id) {
+  ASSIGN_OR_RETURN(const bool row, update.Step());
+  if (!row) return JobNotFound(id);
+  std::string updated_at = update.ColumnText(0);
+  ASSIGN_OR_RETURN(const bool more, update.Step());
+  if (more) return absl::InternalError(absl::StrCat("job ", id, " is stored twice"));
+  return updated_at;
+}
+
+absl::StatusOr<std::string> BumpUpdatedAt(SqliteDb* db, int64_t id) {
+  ASSIGN_OR_RETURN(Statement update,
+                   db->Prepare(absl::StrCat("UPDATE jobs SET updated_at = ", kNowSql,
+                                            " WHERE id = ? RETURNING updated_at")));
   RETURN_IF_ERROR(update.BindAll(id));
-  RETURN_IF_ERROR(update.Run());
-  if (db->Changes() == 0) return JobNotFound(id);
-  return absl::OkStatus();
+  return UpdatedAtOf(update, id);
 }
 
 // The job row at the statement's current position: id, spec_json, state, error,
@@ -162,12 +171,13 @@ absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec) {
   return id;
 }
 
-absl::Status AddJobCheckpointsInDb(SqliteDb* db, int64_t job_id,
-                                   const std::vector<CheckpointSpec>& checkpoints) {
+absl::StatusOr<std::string> AddJobCheckpointsInDb(SqliteDb* db, int64_t job_id,
+                                                  const std::vector<CheckpointSpec>& checkpoints) {
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
-  RETURN_IF_ERROR(BumpUpdatedAt(db, job_id));
+  ASSIGN_OR_RETURN(std::string updated_at, BumpUpdatedAt(db, job_id));
   RETURN_IF_ERROR(InsertCheckpoints(db, job_id, checkpoints));
-  return transaction.Commit();
+  RETURN_IF_ERROR(transaction.Commit());
+  return updated_at;
 }
 
 absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id) {
@@ -231,18 +241,17 @@ absl::StatusOr<StoreStats> StoreStatsFromDb(SqliteDb* db) {
   return stats;
 }
 
-absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error) {
+absl::StatusOr<std::string> SetJobStateInDb(SqliteDb* db, int64_t id, JobState state,
+                                            const std::string& error) {
   ASSIGN_OR_RETURN(Statement update,
                    db->Prepare(absl::StrCat("UPDATE jobs SET state = ?, error = ?, updated_at = ",
-                                            kNowSql, " WHERE id = ?")));
+                                            kNowSql, " WHERE id = ? RETURNING updated_at")));
   RETURN_IF_ERROR(update.BindAll(JobStateName(state), error, id));
-  RETURN_IF_ERROR(update.Run());
-  if (db->Changes() == 0) return JobNotFound(id);
-  return absl::OkStatus();
+  return UpdatedAtOf(update, id);
 }
 
-absl::Status UpdateCheckpointInTransaction(SqliteDb* db, int64_t job_id,
-                                           const JobCheckpoint& checkpoint) {
+absl::StatusOr<std::string> UpdateCheckpointInTransaction(SqliteDb* db, int64_t job_id,
+                                                          const JobCheckpoint& checkpoint) {
   ASSIGN_OR_RETURN(Statement update,
                    db->Prepare("UPDATE checkpoints SET state = ?, error = ?, probe_id = ?, "
                                "seconds = ?, size_bytes = ?, attempt = ?, lease_id = ?, "
@@ -260,15 +269,17 @@ absl::Status UpdateCheckpointInTransaction(SqliteDb* db, int64_t job_id,
   return BumpUpdatedAt(db, job_id);
 }
 
-absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint) {
+absl::StatusOr<std::string> UpdateCheckpointInDb(SqliteDb* db, int64_t job_id,
+                                                 const JobCheckpoint& checkpoint) {
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
-  RETURN_IF_ERROR(UpdateCheckpointInTransaction(db, job_id, checkpoint));
-  return transaction.Commit();
+  ASSIGN_OR_RETURN(std::string updated_at, UpdateCheckpointInTransaction(db, job_id, checkpoint));
+  RETURN_IF_ERROR(transaction.Commit());
+  return updated_at;
 }
 
-absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id, const std::string& lease_id,
-                                          JobCheckpoint checkpoint, const StepResult& result,
-                                          bool replace) {
+absl::StatusOr<FinishedLease> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
+                                              const std::string& lease_id, JobCheckpoint checkpoint,
+                                              const StepResult& result, bool replace) {
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement select,
                    db->Prepare("SELECT lease_id FROM checkpoints WHERE job_id = ? AND step = ?"));
@@ -285,9 +296,10 @@ absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id, const st
   } else {
     RETURN_IF_ERROR(written);
   }
-  RETURN_IF_ERROR(UpdateCheckpointInTransaction(db, job_id, checkpoint));
+  FinishedLease finished{checkpoint.state};
+  ASSIGN_OR_RETURN(finished.updated_at, UpdateCheckpointInTransaction(db, job_id, checkpoint));
   RETURN_IF_ERROR(transaction.Commit());
-  return checkpoint.state;
+  return finished;
 }
 
 }  // namespace anisoscope::storage

@@ -33,19 +33,23 @@ absl::StatusOr<std::vector<JobRecord>> ListJobsInDb(SqliteDb* db, int limit, con
 absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db);
 // Jobs by state (every state, zeros included) and the database's size in bytes.
 absl::StatusOr<StoreStats> StoreStatsFromDb(SqliteDb* db);
+// Every change below bumps the job's updated_at and returns its new value: the store is the
+// one clock of a job's changes, and the server's copy of a running job takes its time from it.
+//
 // Appends pending `checkpoints` to job `job_id` (a followed run's new steps) in one
 // transaction; NOT_FOUND for an unknown job, the store's error for a step it already has.
-absl::Status AddJobCheckpointsInDb(SqliteDb* db, int64_t job_id,
-                                   const std::vector<CheckpointSpec>& checkpoints);
-// NOT_FOUND for an unknown job or step. Both bump the job's updated_at.
-absl::Status SetJobStateInDb(SqliteDb* db, int64_t id, JobState state, const std::string& error);
-absl::Status UpdateCheckpointInDb(SqliteDb* db, int64_t job_id, const JobCheckpoint& checkpoint);
+absl::StatusOr<std::string> AddJobCheckpointsInDb(SqliteDb* db, int64_t job_id,
+                                                  const std::vector<CheckpointSpec>& checkpoints);
+// NOT_FOUND for an unknown job or step.
+absl::StatusOr<std::string> SetJobStateInDb(SqliteDb* db, int64_t id, JobState state,
+                                            const std::string& error);
+absl::StatusOr<std::string> UpdateCheckpointInDb(SqliteDb* db, int64_t job_id,
+                                                 const JobCheckpoint& checkpoint);
 // Ends lease `lease_id` of `checkpoint.step` in one transaction: writes `result` (a step
 // already stored makes the checkpoint skipped unless `replace`) and stores `checkpoint`.
-// FAILED_PRECONDITION, changing nothing, when the lease is not the current one. Returns the
-// checkpoint's final state.
-absl::StatusOr<StepState> FinishLeaseInDb(SqliteDb* db, int64_t job_id, const std::string& lease_id,
-                                          JobCheckpoint checkpoint, const StepResult& result,
-                                          bool replace);
+// FAILED_PRECONDITION, changing nothing, when the lease is not the current one.
+absl::StatusOr<FinishedLease> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
+                                              const std::string& lease_id, JobCheckpoint checkpoint,
+                                              const StepResult& result, bool replace);
 
 }  // namespace anisoscope::storage

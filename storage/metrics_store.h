@@ -66,19 +66,22 @@ class MetricsStore {
                                                           const std::string& run) = 0;
   // Ids of jobs left queued or running (to resume after a restart), oldest first.
   virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
-  // Appends pending checkpoints to a job (see AddJobCheckpointsInDb).
-  virtual absl::Status AddJobCheckpoints(int64_t job_id,
-                                         const std::vector<CheckpointSpec>& checkpoints) = 0;
+  // Appends pending checkpoints to a job (see AddJobCheckpointsInDb). This and the other
+  // changes of a job return its new updated_at.
+  virtual absl::StatusOr<std::string> AddJobCheckpoints(
+      int64_t job_id, const std::vector<CheckpointSpec>& checkpoints) = 0;
   // Jobs by state and the database's size, for monitoring.
   virtual absl::StatusOr<StoreStats> Stats() = 0;
-  virtual absl::Status SetJobState(int64_t id, JobState state, const std::string& error) = 0;
-  virtual absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) = 0;
+  virtual absl::StatusOr<std::string> SetJobState(int64_t id, JobState state,
+                                                  const std::string& error) = 0;
+  virtual absl::StatusOr<std::string> UpdateCheckpoint(int64_t job_id,
+                                                       const JobCheckpoint& checkpoint) = 0;
   // Ends a lease in one transaction: the step's results and the checkpoint's new state, or
   // FAILED_PRECONDITION and nothing when `lease_id` is not the checkpoint's current lease.
-  // Returns the stored state (SKIPPED when the step was stored meanwhile and not `replace`).
-  virtual absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,
-                                                const JobCheckpoint& checkpoint,
-                                                const StepResult& result, bool replace) = 0;
+  // The stored state is SKIPPED when the step was stored meanwhile and not `replace`.
+  virtual absl::StatusOr<FinishedLease> FinishLease(int64_t job_id, const std::string& lease_id,
+                                                    const JobCheckpoint& checkpoint,
+                                                    const StepResult& result, bool replace) = 0;
 
   // ---- Access (storage/access_tables.h) ----
   virtual absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& token) = 0;

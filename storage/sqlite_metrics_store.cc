@@ -92,8 +92,8 @@ absl::StatusOr<std::vector<int64_t>> SqliteMetricsStore::UnfinishedJobs() {
   return UnfinishedJobsInDb(db_.get());
 }
 
-absl::Status SqliteMetricsStore::AddJobCheckpoints(int64_t job_id,
-                                                   const std::vector<CheckpointSpec>& checkpoints) {
+absl::StatusOr<std::string> SqliteMetricsStore::AddJobCheckpoints(
+    int64_t job_id, const std::vector<CheckpointSpec>& checkpoints) {
   absl::MutexLock lock(&mu_);
   return AddJobCheckpointsInDb(db_.get(), job_id, checkpoints);
 }
@@ -103,20 +103,23 @@ absl::StatusOr<StoreStats> SqliteMetricsStore::Stats() {
   return StoreStatsFromDb(db_.get());
 }
 
-absl::Status SqliteMetricsStore::SetJobState(int64_t id, JobState state, const std::string& error) {
+absl::StatusOr<std::string> SqliteMetricsStore::SetJobState(int64_t id, JobState state,
+                                                            const std::string& error) {
   absl::MutexLock lock(&mu_);
   return SetJobStateInDb(db_.get(), id, state, error);
 }
 
-absl::Status SqliteMetricsStore::UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) {
+absl::StatusOr<std::string> SqliteMetricsStore::UpdateCheckpoint(int64_t job_id,
+                                                                 const JobCheckpoint& checkpoint) {
   absl::MutexLock lock(&mu_);
   return UpdateCheckpointInDb(db_.get(), job_id, checkpoint);
 }
 
-absl::StatusOr<StepState> SqliteMetricsStore::FinishLease(int64_t job_id,
-                                                          const std::string& lease_id,
-                                                          const JobCheckpoint& checkpoint,
-                                                          const StepResult& result, bool replace) {
+absl::StatusOr<FinishedLease> SqliteMetricsStore::FinishLease(int64_t job_id,
+                                                              const std::string& lease_id,
+                                                              const JobCheckpoint& checkpoint,
+                                                              const StepResult& result,
+                                                              bool replace) {
   absl::MutexLock lock(&mu_);
   return FinishLeaseInDb(db_.get(), job_id, lease_id, checkpoint, result, replace);
 }

@@ -35,13 +35,15 @@ class SqliteMetricsStore : public MetricsStore {
                                                   const std::string& run) override;
   absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() override;
   absl::StatusOr<StoreStats> Stats() override;
-  absl::Status AddJobCheckpoints(int64_t job_id,
-                                 const std::vector<CheckpointSpec>& checkpoints) override;
-  absl::Status SetJobState(int64_t id, JobState state, const std::string& error) override;
-  absl::Status UpdateCheckpoint(int64_t job_id, const JobCheckpoint& checkpoint) override;
-  absl::StatusOr<StepState> FinishLease(int64_t job_id, const std::string& lease_id,
-                                        const JobCheckpoint& checkpoint, const StepResult& result,
-                                        bool replace) override;
+  absl::StatusOr<std::string> AddJobCheckpoints(
+      int64_t job_id, const std::vector<CheckpointSpec>& checkpoints) override;
+  absl::StatusOr<std::string> SetJobState(int64_t id, JobState state,
+                                          const std::string& error) override;
+  absl::StatusOr<std::string> UpdateCheckpoint(int64_t job_id,
+                                               const JobCheckpoint& checkpoint) override;
+  absl::StatusOr<FinishedLease> FinishLease(int64_t job_id, const std::string& lease_id,
+                                            const JobCheckpoint& checkpoint,
+                                            const StepResult& result, bool replace) override;
 
   absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& token) override;
   absl::StatusOr<std::vector<TokenRecord>> ListTokens(bool active_only) override;

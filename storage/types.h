@@ -171,6 +171,13 @@ struct JobRecord {
   std::string error;
   std::vector<JobCheckpoint> checkpoints;  // ascending step
   std::string created_at;
+  std::string updated_at;  // set by the store on every change of the job or its checkpoints
+};
+
+// A lease ended in the store: the checkpoint's final state (SKIPPED when the step was stored
+// meanwhile by another job) and the job's new updated_at.
+struct FinishedLease {
+  StepState state = StepState::kPending;
   std::string updated_at;
 };
 

@@ -69,8 +69,9 @@ TEST_F(JobsTest, UnknownJobIsNotFound) {
   auto job = store_->GetJob(42);
   EXPECT_EQ(job.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(job.status().message(), "job 42 not found");
-  EXPECT_EQ(store_->SetJobState(42, JobState::kRunning, "").code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(store_->UpdateCheckpoint(42, {0}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->SetJobState(42, JobState::kRunning, "").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->UpdateCheckpoint(42, {0}).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(JobsTest, StepListedTwiceIsRejectedAndNothingIsStored) {
@@ -87,14 +88,17 @@ TEST_F(JobsTest, LifecycleUpdatesStatesAndBumpsUpdatedAt) {
   const std::string created = store_->GetJob(*id)->updated_at;
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
 
-  ASSERT_OK(store_->SetJobState(*id, JobState::kRunning, ""));
+  ASSERT_OK(store_->SetJobState(*id, JobState::kRunning, "").status());
   JobCheckpoint done{2000, "ignored/path", 123456, StepState::kDone, "", "p1", 3.5};
-  ASSERT_OK(store_->UpdateCheckpoint(*id, done));
-  ASSERT_OK(store_->UpdateCheckpoint(*id, {0, "", 99, StepState::kFailed, "truncated", "", 0.25}));
+  ASSERT_OK(store_->UpdateCheckpoint(*id, done).status());
+  const absl::StatusOr<std::string> updated_at =
+      store_->UpdateCheckpoint(*id, {0, "", 99, StepState::kFailed, "truncated", "", 0.25});
+  ASSERT_OK(updated_at.status());
   auto running = store_->GetJob(*id);
   ASSERT_OK(running.status());
   EXPECT_EQ(running->state, JobState::kRunning);
   EXPECT_GT(running->updated_at, created);
+  EXPECT_EQ(running->updated_at, *updated_at);  // the time a change returns is the one stored
   const JobCheckpoint& failed = running->checkpoints[0];
   EXPECT_EQ(failed.state, StepState::kFailed);
   EXPECT_EQ(failed.error, "truncated");
@@ -107,13 +111,16 @@ TEST_F(JobsTest, LifecycleUpdatesStatesAndBumpsUpdatedAt) {
   EXPECT_EQ(stored.size_bytes, 123456);
   EXPECT_EQ(stored.path, "/data/r/step2000");
 
-  const absl::Status missing_step = store_->UpdateCheckpoint(*id, {1});
+  const absl::Status missing_step = store_->UpdateCheckpoint(*id, {1}).status();
   EXPECT_EQ(missing_step.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing_step.message().find("step 1"), absl::string_view::npos) << missing_step;
 
-  ASSERT_OK(store_->SetJobState(*id, JobState::kFailed, "1 of 2 steps failed"));
+  const absl::StatusOr<std::string> failed_at =
+      store_->SetJobState(*id, JobState::kFailed, "1 of 2 steps failed");
+  ASSERT_OK(failed_at.status());
   auto finished = store_->GetJob(*id);
   ASSERT_OK(finished.status());
+  EXPECT_EQ(finished->updated_at, *failed_at);
   EXPECT_EQ(finished->state, JobState::kFailed);
   EXPECT_EQ(finished->error, "1 of 2 steps failed");
 }
@@ -125,9 +132,9 @@ TEST_F(JobsTest, ListJobsIsMostRecentFirstAndUnfinishedOldestFirst) {
     ASSERT_OK(id.status());
     ids.push_back(*id);
   }
-  ASSERT_OK(store_->SetJobState(ids[0], JobState::kRunning, ""));
-  ASSERT_OK(store_->SetJobState(ids[1], JobState::kSucceeded, ""));
-  ASSERT_OK(store_->SetJobState(ids[2], JobState::kCancelled, ""));
+  ASSERT_OK(store_->SetJobState(ids[0], JobState::kRunning, "").status());
+  ASSERT_OK(store_->SetJobState(ids[1], JobState::kSucceeded, "").status());
+  ASSERT_OK(store_->SetJobState(ids[2], JobState::kCancelled, "").status());
 
   auto recent = store_->ListJobs(3, "default", "");
   ASSERT_OK(recent.status());
