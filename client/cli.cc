@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/admin_commands.h"
+#include "client/analysis_commands.h"
 #include "client/job_commands.h"
 #include "client/query_commands.h"
 
@@ -37,6 +38,7 @@ const std::vector<GlobalFlag>& GlobalFlags() {
 std::vector<Command> AllCommands() {
   std::vector<Command> commands = JobCommands();
   for (Command& command : QueryCommands()) commands.push_back(std::move(command));
+  for (Command& command : AnalysisCommands()) commands.push_back(std::move(command));
   for (Command& command : AdminCommands()) commands.push_back(std::move(command));
   for (Command& command : commands) {
     for (const GlobalFlag& flag : GlobalFlags()) {

@@ -25,17 +25,16 @@ std::string ColumnName(int32_t layer, int32_t head) {
   return head < 0 ? absl::StrCat("L", layer) : absl::StrCat("L", layer, "H", head);
 }
 
+}  // namespace
+
 std::string JsonNumber(double value) {
   return std::isfinite(value) ? FullPrecision(value) : "null";
 }
 
-// Joins JSON objects into a list, one object per line.
 std::string JsonList(const std::vector<std::string>& objects) {
   if (objects.empty()) return "[]\n";
   return absl::StrCat("[\n  ", absl::StrJoin(objects, ",\n  "), "\n]\n");
 }
-
-}  // namespace
 
 std::string RenderTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows,

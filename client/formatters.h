@@ -20,6 +20,10 @@ std::string RenderTable(const std::vector<std::string>& header,
 std::string FullPrecision(double value);
 // `%.4g`, for tables.
 std::string ShortNumber(double value);
+// FullPrecision, or null when not finite.
+std::string JsonNumber(double value);
+// Joins JSON objects into a list, one object per line.
+std::string JsonList(const std::vector<std::string>& objects);
 
 // QuerySeries as CSV: header `step,layer,head,value`, one line per point in response
 // order; `head` is empty for per-hidden-state points (head == -1).

@@ -231,6 +231,7 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
   }
   probe->set_samples(args.GetInt("samples", 0));
   probe->set_seq_len(args.GetInt("seq-len", 0));
+  if (args.Has("token-samples")) probe->set_token_samples(args.GetInt("token-samples"));
   request.set_force(args.Has("force"));
   request.set_follow(follow || args.Has("follow"));
   if (args.Has("until-step")) {
@@ -292,6 +293,10 @@ std::vector<Command> JobCommands() {
                  "stream, or one sample per line (default windows)"),
       IntFlag("samples", "N", "number of probe samples (default 128)", 1),
       IntFlag("seq-len", "L", "tokens per sample (default: the model's maximum)", 1),
+      IntFlag("token-samples", "M",
+              "keep Q and K of M probe tokens per head and step, for 'token-cloud'\n"
+              "(default 128; 0: none; at most the probe's tokens)",
+              0, 65536),
       BoolFlag("force", "recompute and replace steps already stored for this probe"),
       BoolFlag("wait", "then follow the job until it ends, like 'watch'"),
       BoolFlag("follow",

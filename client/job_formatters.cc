@@ -39,6 +39,9 @@ std::string DescribeProbe(const v1::ProbeSpec& probe) {
   details.push_back(absl::StrCat(probe.samples() > 0 ? probe.samples() : 128, " samples"));
   details.push_back(probe.seq_len() > 0 ? absl::StrCat("seq-len ", probe.seq_len())
                                         : "seq-len model max");
+  if (probe.has_token_samples()) {
+    details.push_back(absl::StrCat(probe.token_samples(), " token samples"));
+  }
   return absl::StrCat(source, " ", probe.path(), " (", absl::StrJoin(details, ", "), ")");
 }
 

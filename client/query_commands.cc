@@ -6,23 +6,10 @@
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "client/formatters.h"
 #include "client/job_formatters.h"
+#include "client/query_flags.h"
 
 namespace anisoscope::client {
 namespace {
-
-// Applies --from-step / --to-step, checking their order; false after a usage error.
-template <typename Request>
-bool SetStepRange(const ParsedArgs& args, const CommandContext& context, Request* request) {
-  if (args.Has("from-step")) request->set_from_step(args.GetInt("from-step"));
-  if (args.Has("to-step")) request->set_to_step(args.GetInt("to-step"));
-  if (args.Has("from-step") && args.Has("to-step") &&
-      args.GetInt("from-step") > args.GetInt("to-step")) {
-    context.UsageError(absl::StrCat("--from-step ", args.GetInt("from-step"),
-                                    " is after --to-step ", args.GetInt("to-step")));
-    return false;
-  }
-  return true;
-}
 
 int RunRuns(const ParsedArgs&, const CommandContext& context) {
   auto channel = context.Connect();
@@ -77,6 +64,7 @@ std::vector<const char*> WhereFlagsOf(const std::string& kind) {
     case analysis::MetricScope::kHiddenState:
       return {"layer"};
     case analysis::MetricScope::kCheckpoint:
+    case analysis::MetricScope::kBlock:  // no vector kind has it
       return {};
   }
   return {};
@@ -144,11 +132,6 @@ int RunTrajectory(const ParsedArgs& args, const CommandContext& context) {
   return kExitOk;
 }
 
-std::vector<FlagSpec> StepRangeFlags() {
-  return {IntFlag("from-step", "A", "only steps >= A", 0),
-          IntFlag("to-step", "B", "only steps <= B", 0)};
-}
-
 }  // namespace
 
 std::vector<Command> QueryCommands() {
@@ -186,7 +169,9 @@ std::vector<Command> QueryCommands() {
                    "\nmetrics per hidden state (one value per layer):\n  ",
                    absl::StrJoin(analysis::PerHiddenStateMetricNames(), " "),
                    "\nmetrics per checkpoint (no layer or head):\n  ",
-                   absl::StrJoin(analysis::PerCheckpointMetricNames(), " "), "\n");
+                   absl::StrJoin(analysis::PerCheckpointMetricNames(), " "),
+                   "\nmetrics per block, derived from the stored per-head means (no head):\n  ",
+                   absl::StrJoin(analysis::PerBlockMetricNames(), " "), "\n");
 
   CommandSpec vectors;
   vectors.name = "vectors";

@@ -15,7 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libcpp-httplib-dev                 # the HTTP/JSON API (server/http_server.cc)
   libcli11-dev                       # anisoscope-worker's and the server host commands' flags
-  libeigen3-dev                      # the trajectory projection's SVD (server/trajectory_projection.cc)
+  libeigen3-dev                      # the projections' SVD (server/trajectory_projection.cc)
+  libboost-dev                       # Boost.Math: the correlation tests' p-values (server/statistical_tests.cc)
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates
   slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
   python3-yaml                       # the Kubernetes manifest test

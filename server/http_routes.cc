@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/json_text.h"
+#include "server/derived_queries.h"
 #include "server/queries.h"
 #include "server/query_timing.h"
 
@@ -321,6 +322,24 @@ std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
            access,
            [store](const string& ns, const QueryTrajectoryRequest& r) {
              return queries::QueryTrajectory(*store, ns, r);
+           })},
+      {"/api/v1/token_cloud", "/api/v1/token_cloud?run=r&layer=0&head=0&basis=union",
+       ApiHandler<QueryTokenCloudRequest, QueryTokenCloudResponse>(
+           access,
+           [store](const string& ns, const QueryTokenCloudRequest& r) {
+             return queries::QueryTokenCloud(*store, ns, r);
+           })},
+      {"/api/v1/correlation", "/api/v1/correlation?run=r",
+       ApiHandler<QueryCorrelationRequest, QueryCorrelationResponse>(
+           access,
+           [store](const string& ns, const QueryCorrelationRequest& r) {
+             return queries::QueryCorrelation(*store, ns, r);
+           })},
+      {"/api/v1/isotropic_baseline", "/api/v1/isotropic_baseline?dimension=64",
+       ApiHandler<QueryIsotropicBaselineRequest, QueryIsotropicBaselineResponse>(
+           access,
+           [](const string& /*ns*/, const QueryIsotropicBaselineRequest& r) {
+             return queries::QueryIsotropicBaseline(r);
            })},
       {"/api/v1/jobs", "/api/v1/jobs",
        ApiHandler<ListJobsRequest, ListJobsResponse>(

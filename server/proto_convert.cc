@@ -3,6 +3,12 @@
 #include "absl/strings/str_cat.h"
 
 namespace anisoscope::server {
+namespace {
+
+// Beyond what any probe's token count or a step's upload (64 MiB) allows.
+constexpr int64_t kMaxTokenSamples = 65536;
+
+}  // namespace
 
 pb::JobState ToProto(storage::JobState state) {
   switch (state) {
@@ -125,6 +131,7 @@ pb::ProbeSpec ProbeSpecToProto(const storage::JobSpec& spec) {
   if (spec.probe_mode == "lines") probe.set_mode(pb::PROBE_MODE_LINES);
   probe.set_samples(spec.samples);
   probe.set_seq_len(spec.seq_len);
+  probe.set_token_samples(spec.token_samples);
   return probe;
 }
 
@@ -158,8 +165,14 @@ absl::Status ProbeSpecFromProto(const pb::ProbeSpec& probe, storage::JobSpec* sp
     return absl::InvalidArgumentError(
         absl::StrCat("probe.seq_len must be >= 0, got ", probe.seq_len()));
   }
+  if (probe.has_token_samples() &&
+      (probe.token_samples() < 0 || probe.token_samples() > kMaxTokenSamples)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "probe.token_samples must be in 0..", kMaxTokenSamples, ", got ", probe.token_samples()));
+  }
   spec->samples = probe.samples() == 0 ? 128 : probe.samples();
   spec->seq_len = probe.seq_len();
+  if (probe.has_token_samples()) spec->token_samples = probe.token_samples();
   return absl::OkStatus();
 }
 

@@ -10,65 +10,14 @@
 #include "absl/strings/str_join.h"
 #include "analysis/metrics/checkpoint_metrics.h"
 #include "common/status_macros.h"
+#include "server/derived_queries.h"
 #include "server/job_request.h"
 #include "server/proto_convert.h"
+#include "server/query_checks.h"
 #include "server/series_downsampling.h"
 #include "server/trajectory_projection.h"
 
 namespace anisoscope::server::queries {
-namespace {
-
-absl::Status ValidateStepRange(bool has_from, int64_t from, bool has_to, int64_t to) {
-  if (has_from && has_to && from > to) {
-    return absl::InvalidArgumentError(absl::StrCat("from_step ", from, " is after to_step ", to));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateHead(int32_t layer, int32_t head) {
-  if (layer < 0 || head < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("layer and head must be >= 0, got layer ", layer, " head ", head));
-  }
-  return absl::OkStatus();
-}
-
-// INVALID_ARGUMENT when `layer` or `head` (when given) is outside run `run`'s shape. A
-// per-hidden-state metric (`per_hidden_state`) has layers 0..num_layers and no heads.
-absl::Status ValidateAgainstRun(storage::MetricsStore& store, const std::string& ns,
-                                const std::string& run, std::optional<int32_t> layer,
-                                std::optional<int32_t> head, bool per_hidden_state) {
-  if (!layer.has_value() && !head.has_value()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const storage::RunInfo info, store.GetRun(ns, run));
-  const int layers = info.num_layers + (per_hidden_state ? 1 : 0);
-  if (layer.has_value() && (*layer < 0 || *layer >= layers)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("layer ", *layer, " is out of range: run '", run, "' has ",
-                     per_hidden_state ? "hidden states" : "layers", " 0..", layers - 1,
-                     per_hidden_state ? " (0: the embeddings)" : ""));
-  }
-  if (head.has_value() && (*head < 0 || *head >= info.num_heads)) {
-    return absl::InvalidArgumentError(absl::StrCat("head ", *head, " is out of range: run '", run,
-                                                   "' has heads 0..", info.num_heads - 1));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<storage::VectorResult> ReadVectors(storage::MetricsStore& store,
-                                                  const std::string& ns,
-                                                  const pb::QueryTrajectoryRequest& request,
-                                                  const char* kind) {
-  storage::VectorQuery query;
-  query.ns = ns;
-  query.run = request.run();
-  query.probe_id = request.probe_id();
-  query.kind = kind;
-  query.layer = request.layer();
-  query.head = request.head();
-  return store.QueryVectors(query);
-}
-
-}  // namespace
 
 absl::Status ValidateJobId(int64_t id) {
   if (id <= 0) return absl::InvalidArgumentError(absl::StrCat("job id must be > 0, got ", id));
@@ -112,14 +61,24 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
     return absl::InvalidArgumentError(absl::StrCat(
         "metric '", request.metric(), "' is measured per checkpoint: no layer or head"));
   }
-  RETURN_IF_ERROR(ValidateAgainstRun(
-      store, ns, request.run(),
-      request.has_layer() ? std::optional<int32_t>(request.layer()) : std::nullopt,
-      request.has_head() ? std::optional<int32_t>(request.head()) : std::nullopt,
-      per_hidden_state));
+  if (scope == analysis::MetricScope::kBlock && request.has_head()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metric '", request.metric(), "' is measured per block, over all its heads: no head"));
+  }
+  if (request.has_layer() || request.has_head()) {
+    RETURN_IF_ERROR(
+        ValidateAgainstRun(
+            store, ns, request.run(),
+            request.has_layer() ? std::optional<int32_t>(request.layer()) : std::nullopt,
+            request.has_head() ? std::optional<int32_t>(request.head()) : std::nullopt,
+            per_hidden_state)
+            .status());
+  }
   storage::SeriesQuery query = FromProto(request);
   query.ns = ns;
-  ASSIGN_OR_RETURN(storage::SeriesResult result, store.QuerySeries(query));
+  ASSIGN_OR_RETURN(storage::SeriesResult result, scope == analysis::MetricScope::kBlock
+                                                     ? PerBlockSeries(store, query)
+                                                     : store.QuerySeries(query));
   const bool downsampled = DownsampleSeries(request.max_points(), &result.points);
   pb::QuerySeriesResponse response;
   ToProto(result, request.metric(), &response);
@@ -144,11 +103,13 @@ absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& sto
     case analysis::MetricScope::kHead:
       RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
       RETURN_IF_ERROR(
-          ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false));
+          ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false)
+              .status());
       break;
     case analysis::MetricScope::kHiddenState:
       RETURN_IF_ERROR(
-          ValidateAgainstRun(store, ns, request.run(), request.layer(), std::nullopt, true));
+          ValidateAgainstRun(store, ns, request.run(), request.layer(), std::nullopt, true)
+              .status());
       query.head = -1;
       break;
     case analysis::MetricScope::kCheckpoint:
@@ -169,9 +130,14 @@ absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
   RETURN_IF_ERROR(
-      ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false));
-  ASSIGN_OR_RETURN(const storage::VectorResult q, ReadVectors(store, ns, request, "q_mean"));
-  ASSIGN_OR_RETURN(const storage::VectorResult k, ReadVectors(store, ns, request, "k_mean"));
+      ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false)
+          .status());
+  ASSIGN_OR_RETURN(const storage::VectorResult q,
+                   ReadHeadVectors(store, ns, request.run(), request.probe_id(), "q_mean",
+                                   request.layer(), request.head()));
+  ASSIGN_OR_RETURN(const storage::VectorResult k,
+                   ReadHeadVectors(store, ns, request.run(), request.probe_id(), "k_mean",
+                                   request.layer(), request.head()));
   // Steps with both vectors, ascending (the writer stores them together).
   std::map<int64_t, const std::vector<double>*> k_by_step;
   for (const storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;

@@ -1,6 +1,7 @@
 #include "server/query_service.h"
 
 #include "server/call_credentials.h"
+#include "server/derived_queries.h"
 #include "server/queries.h"
 #include "server/unary_reactor.h"
 
@@ -37,6 +38,32 @@ grpc::ServerUnaryReactor* QueryServiceImpl::QueryTrajectory(
                            [&](const Principal& caller) {
                              return queries::QueryTrajectory(*store_, caller.ns, *request);
                            });
+}
+
+grpc::ServerUnaryReactor* QueryServiceImpl::QueryTokenCloud(
+    grpc::CallbackServerContext* context, const pb::QueryTokenCloudRequest* request,
+    pb::QueryTokenCloudResponse* response) {
+  return RespondAuthorized(*access_, context, Action::kRead, response,
+                           [&](const Principal& caller) {
+                             return queries::QueryTokenCloud(*store_, caller.ns, *request);
+                           });
+}
+
+grpc::ServerUnaryReactor* QueryServiceImpl::QueryCorrelation(
+    grpc::CallbackServerContext* context, const pb::QueryCorrelationRequest* request,
+    pb::QueryCorrelationResponse* response) {
+  return RespondAuthorized(*access_, context, Action::kRead, response,
+                           [&](const Principal& caller) {
+                             return queries::QueryCorrelation(*store_, caller.ns, *request);
+                           });
+}
+
+grpc::ServerUnaryReactor* QueryServiceImpl::QueryIsotropicBaseline(
+    grpc::CallbackServerContext* context, const pb::QueryIsotropicBaselineRequest* request,
+    pb::QueryIsotropicBaselineResponse* response) {
+  return RespondAuthorized(*access_, context, Action::kRead, response, [&](const Principal&) {
+    return queries::QueryIsotropicBaseline(*request);
+  });
 }
 
 }  // namespace anisoscope::server

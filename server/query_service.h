@@ -28,6 +28,17 @@ class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackSe
   grpc::ServerUnaryReactor* QueryTrajectory(
       grpc::CallbackServerContext* context, const ::anisoscope::v1::QueryTrajectoryRequest* request,
       ::anisoscope::v1::QueryTrajectoryResponse* response) override;
+  grpc::ServerUnaryReactor* QueryTokenCloud(
+      grpc::CallbackServerContext* context, const ::anisoscope::v1::QueryTokenCloudRequest* request,
+      ::anisoscope::v1::QueryTokenCloudResponse* response) override;
+  grpc::ServerUnaryReactor* QueryCorrelation(
+      grpc::CallbackServerContext* context,
+      const ::anisoscope::v1::QueryCorrelationRequest* request,
+      ::anisoscope::v1::QueryCorrelationResponse* response) override;
+  grpc::ServerUnaryReactor* QueryIsotropicBaseline(
+      grpc::CallbackServerContext* context,
+      const ::anisoscope::v1::QueryIsotropicBaselineRequest* request,
+      ::anisoscope::v1::QueryIsotropicBaselineResponse* response) override;
 
  private:
   storage::MetricsStore* const store_;

@@ -15,6 +15,7 @@ absl::StatusOr<pb::UnitProbe> UnitProbeFromSpec(const storage::JobSpec& spec) {
   pb::UnitProbe probe;
   probe.set_samples(spec.samples);
   probe.set_seq_len(spec.seq_len);
+  probe.set_token_samples(spec.token_samples);
   if (spec.probe_source == "tokens") {
     // Untruncated: the worker cuts each sample to the model's length, as it knows it.
     ASSIGN_OR_RETURN(const analysis::Probe tokens,

@@ -121,6 +121,7 @@ std::string JobSpecToJson(const JobSpec& spec) {
               {"probe_mode", spec.probe_mode},
               {"samples", spec.samples},
               {"seq_len", spec.seq_len},
+              {"token_samples", spec.token_samples},
               {"force", spec.force},
               {"checkpoints", std::move(checkpoints)}};
   if (!spec.follow_dir.empty()) {
@@ -140,6 +141,7 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& text) {
     spec.probe_mode = in.value("probe_mode", "");
     spec.samples = in.value("samples", spec.samples);
     spec.seq_len = in.value("seq_len", spec.seq_len);
+    spec.token_samples = in.value("token_samples", spec.token_samples);
     spec.force = in.value("force", false);
     spec.follow_dir = in.value("follow_dir", "");
     if (in.contains("until_step")) spec.until_step = in.at("until_step").get<int64_t>();

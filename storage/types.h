@@ -140,6 +140,7 @@ struct JobSpec {
   std::string probe_mode;  // "windows" or "lines" (text only)
   int64_t samples = 128;
   int64_t seq_len = 0;                      // 0: the model's maximum
+  int64_t token_samples = 128;              // M of q_sample, k_sample; 0: none
   bool force = false;                       // recompute steps already stored
   std::vector<CheckpointSpec> checkpoints;  // ascending step (as submitted)
   std::string ns = kDefaultNamespace;       // the run's namespace

@@ -93,6 +93,7 @@ absl::StatusOr<analysis::ProbeSpec> UnitRunner::ProbeSpecOf(const pb::UnitProbe&
   analysis::ProbeSpec spec;
   spec.samples = probe.samples();
   spec.seq_len = probe.seq_len();
+  spec.token_samples = probe.token_samples();
   if (probe.has_tokens()) {
     spec.source = analysis::ProbeSource::kTokens;
     spec.file = probe.tokens().file_name();

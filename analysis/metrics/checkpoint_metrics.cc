@@ -85,6 +85,10 @@ const std::vector<std::string>& PerCheckpointMetricNames() {
   static const std::vector<std::string> names = NamesOf(kCheckpointScalars);
   return names;
 }
+const std::vector<std::string>& PerBlockMetricNames() {
+  static const std::vector<std::string> names = {"qk_mean_cosine_concat"};
+  return names;
+}
 const std::vector<std::string>& PerHeadVectorKinds() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> kinds = NamesOf(kHeadVectors);
@@ -121,6 +125,7 @@ std::optional<MetricScope> ScopeOfMetric(std::string_view name) {
   if (Contains(PerHeadMetricNames(), name)) return MetricScope::kHead;
   if (Contains(PerHiddenStateMetricNames(), name)) return MetricScope::kHiddenState;
   if (Contains(PerCheckpointMetricNames(), name)) return MetricScope::kCheckpoint;
+  if (Contains(PerBlockMetricNames(), name)) return MetricScope::kBlock;
   return std::nullopt;
 }
 

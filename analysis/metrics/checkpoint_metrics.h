@@ -71,13 +71,16 @@ struct CheckpointMetrics {
 };
 
 // Where a stored metric or vector lives: its (layer, head) in storage is (l, h) per head,
-// (index, -1) per hidden state and (-1, -1) per checkpoint.
-enum class MetricScope { kHead, kHiddenState, kCheckpoint };
+// (index, -1) per hidden state and (-1, -1) per checkpoint. A per-block metric (l, -1) is
+// derived at query time from the stored per-head vectors and never stored.
+enum class MetricScope { kHead, kHiddenState, kCheckpoint, kBlock };
 
 // Scalar metric names, as stored and queried.
 const std::vector<std::string>& PerHeadMetricNames();
 const std::vector<std::string>& PerHiddenStateMetricNames();
 const std::vector<std::string>& PerCheckpointMetricNames();
+// Derived per block from q_mean and k_mean: qk_mean_cosine_concat.
+const std::vector<std::string>& PerBlockMetricNames();
 // Vector kinds per head: q_mean, k_mean (always), q_mean_pre_rotary, k_mean_pre_rotary
 // (rotary models), q_sample, k_sample (with token samples).
 const std::vector<std::string>& PerHeadVectorKinds();

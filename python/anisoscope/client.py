@@ -147,8 +147,10 @@ class Client:
                 probe=None):
         """One head's mean query or key vector at each step, as anisoscope.Vectors.
 
-        kind: q_mean, k_mean, or (rotary models) q_mean_pre_rotary, k_mean_pre_rotary.
-        Returns Vectors(steps, values): steps int64 [n], values float64 [n, head_dim].
+        kind: q_mean, k_mean, or (rotary models) q_mean_pre_rotary, k_mean_pre_rotary;
+            q_sample, k_sample (M x head_dim, row-major); hidden_spectrum (layer: the hidden
+            state's index, head ignored); final_norm_gain (layer and head ignored).
+        Returns Vectors(steps, values): steps int64 [n], values float64 [n, size].
         steps: an int, an iterable of ints, or None for all; from_step, to_step: a range.
         """
         chosen = frames.selection(steps, "steps")
@@ -176,11 +178,49 @@ class Client:
                            explained_variance=response.explained_variance, basis=response.basis)
         return frame
 
+    def token_cloud(self, run, layer, head, *, basis="union", probe=None):
+        """One head's Q and K token samples at every step projected on one plane (Godey et
+        al., Figure 11 and Appendix C), as a DataFrame: step, token, q_x, q_y, k_x, k_y.
+
+        basis: "union" (the SVD of every Q and K sample), "q" or "k" (Q or K samples only);
+        both clouds are projected on it. frame.attrs holds probe_id, basis, token_samples,
+        singular_values, explained_variance and description.
+        """
+        request = pb.QueryTokenCloudRequest(run=run, layer=layer, head=head, basis=basis,
+                                            probe_id=probe or "")
+        response = self._call(self._queries.QueryTokenCloud, request)
+        frame = frames.token_cloud_frame(response.steps)
+        frame.attrs.update(probe_id=response.probe_id, basis=response.basis,
+                           token_samples=response.token_samples,
+                           singular_values=list(response.singular_values),
+                           explained_variance=response.explained_variance,
+                           description=response.description)
+        return frame
+
+    def correlation(self, run, *, from_step=None, to_step=None, probe=None):
+        """Per step, over the hidden states: Spearman's and Pearson's tests of
+        hidden_mean_norm against hidden_anisotropy (Godey et al., Figures 5 and 16), as a
+        DataFrame: step, hidden_states, spearman_rho, spearman_p, pearson_r, pearson_p.
+        """
+        request = pb.QueryCorrelationRequest(run=run, probe_id=probe or "")
+        _set_step_range(request, None, from_step, to_step)
+        response = self._call(self._queries.QueryCorrelation, request)
+        frame = frames.correlation_frame(response.points)
+        frame.attrs.update(probe_id=response.probe_id, x_metric=response.x_metric,
+                           y_metric=response.y_metric)
+        return frame
+
+    def isotropic_baseline(self, dimension):
+        """The 95th percentile of the cosine of two independent isotropic Gaussian vectors
+        in R^dimension: the line above which a mean cosine is anisotropy."""
+        request = pb.QueryIsotropicBaselineRequest(dimension=dimension)
+        return self._call(self._queries.QueryIsotropicBaseline, request).cosine_p95
+
     # ---- Jobs ------------------------------------------------------------------------
 
     def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
                probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False,
-               follow=False, until_step=None):
+               follow=False, until_step=None, token_samples=None):
         """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
 
         checkpoints_dir: a directory whose subdirectories are the steps; or
@@ -189,6 +229,8 @@ class Client:
         probe_text: text tokenized with each checkpoint's own tokenizer, cut into
             probe_mode "windows" (default) or "lines".
         samples: probe samples (0: 128); seq_len: tokens per sample (0: the model's max).
+        token_samples: M, the probe tokens whose Q and K are kept per head and step for
+            token_cloud() (None: 128; 0: none).
         force: recompute and replace steps already stored for this probe.
         follow: keep watching checkpoints_dir: each new step directory joins the job once
             it is whole, until step until_step (when given) is analysed or the job is
@@ -199,7 +241,8 @@ class Client:
         request = submit_request(run, checkpoints_dir=checkpoints_dir, checkpoints=checkpoints,
                                  probe_tokens=probe_tokens, probe_text=probe_text,
                                  probe_mode=probe_mode, samples=samples, seq_len=seq_len,
-                                 force=force, follow=follow, until_step=until_step)
+                                 force=force, follow=follow, until_step=until_step,
+                                 token_samples=token_samples)
         return Job.from_proto(self._call(self._jobs.SubmitJob, request))
 
     def wait(self, job, *, progress=None, timeout=None):

@@ -14,6 +14,9 @@ import pandas as pd
 
 SERIES_COLUMNS = ["step", "layer", "head", "value"]
 TRAJECTORY_COLUMNS = ["step", "q_x", "q_y", "k_x", "k_y"]
+TOKEN_CLOUD_COLUMNS = ["step", "token", "q_x", "q_y", "k_x", "k_y"]
+CORRELATION_COLUMNS = ["step", "hidden_states", "spearman_rho", "spearman_p", "pearson_r",
+                       "pearson_p"]
 
 
 class Vectors(NamedTuple):
@@ -60,6 +63,29 @@ def trajectory_frame(points):
         **{name: np.array([getattr(p, name) for p in points], dtype=np.float64)
            for name in TRAJECTORY_COLUMNS[1:]},
     }, columns=TRAJECTORY_COLUMNS)
+
+
+def token_cloud_frame(steps):
+    """Columns step, token, q_x, q_y, k_x, k_y of repeated TokenCloudStep `steps`: one row
+    per step and sampled token."""
+    counts = [len(cloud.q_x) for cloud in steps]
+    return pd.DataFrame({
+        "step": np.repeat(np.array([c.step for c in steps], dtype=np.int64), counts),
+        "token": np.concatenate([np.arange(n, dtype=np.int64) for n in counts] or
+                                [np.empty(0, dtype=np.int64)]),
+        **{name: np.array([x for cloud in steps for x in getattr(cloud, name)],
+                          dtype=np.float64) for name in TOKEN_CLOUD_COLUMNS[2:]},
+    }, columns=TOKEN_CLOUD_COLUMNS)
+
+
+def correlation_frame(points):
+    """Columns CORRELATION_COLUMNS of repeated CorrelationPoint `points`."""
+    return pd.DataFrame({
+        "step": np.array([p.step for p in points], dtype=np.int64),
+        "hidden_states": np.array([p.hidden_states for p in points], dtype=np.int64),
+        **{name: np.array([getattr(p, name) for p in points], dtype=np.float64)
+           for name in CORRELATION_COLUMNS[2:]},
+    }, columns=CORRELATION_COLUMNS)
 
 
 def wide(series):

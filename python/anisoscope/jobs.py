@@ -33,7 +33,8 @@ def add_checkpoints(request, checkpoints):
 
 
 def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_text, probe_mode,
-                   samples, seq_len, force, follow=False, until_step=None):
+                   samples, seq_len, force, follow=False, until_step=None,
+                   token_samples=None):
     """The SubmitJobRequest of Client.submit; ValueError names the argument at fault."""
     if (checkpoints_dir is None) == (checkpoints is None):
         raise ValueError("submit: give checkpoints_dir or checkpoints, not both"
@@ -65,4 +66,6 @@ def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_tex
     else:
         probe.source, probe.path = pb.PROBE_SOURCE_TOKENS, absolute_path(probe_tokens)
     probe.samples, probe.seq_len = samples, seq_len
+    if token_samples is not None:
+        probe.token_samples = operator.index(token_samples)
     return request

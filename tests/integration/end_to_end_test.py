@@ -10,6 +10,8 @@ import shutil
 import tempfile
 import unittest
 
+import numpy
+
 from server_process import ServerProcess, stored_steps, wait_for
 
 FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "bert_run")
@@ -19,6 +21,19 @@ STEPS = [0, 100, 250, 400]
 def reference(step):
     with open(os.path.join(FIXTURE, "reference", f"step_{step}.json")) as f:
         return json.load(f)
+
+
+def projected_token_cloud(heads, basis):
+    """METRICS "Token samples", in numpy: the clouds of `heads` (one reference head per step)
+    on the top two right singular vectors of the uncentered stack `basis` names, each
+    oriented so that the stack's coordinates sum to >= 0. Rows (q_x, q_y, k_x, k_y) by step,
+    then token."""
+    q = [numpy.array(head["q_sample"], dtype=numpy.float64) for head in heads]
+    k = [numpy.array(head["k_sample"], dtype=numpy.float64) for head in heads]
+    stack = numpy.concatenate({"union": q + k, "q": q, "k": k}[basis])
+    v = numpy.linalg.svd(stack, full_matrices=False)[2][:2].T
+    v *= numpy.where((stack @ v).sum(axis=0) < 0, -1.0, 1.0)
+    return [list(qi @ v) + list(ki @ v) for qs, ks in zip(q, k) for qi, ki in zip(qs, ks)]
 
 
 def make_long_run(work, count=12):
@@ -100,6 +115,7 @@ class EndToEndTest(unittest.TestCase):
                                 "--layer", "0", check=True).stdout
         self.assertIn("400", table)
         self.check_second_wave_through_the_cli()
+        self.check_derived_analyses_through_the_cli()
 
     def check_second_wave_through_the_cli(self):
         """The second-wave scalars and vectors of each scope, stored and served as measured."""
@@ -136,6 +152,61 @@ class EndToEndTest(unittest.TestCase):
         result = self.server.cli("vectors", "--run", "seed0", "--kind", "hidden_spectrum")
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("--layer is required for --kind hidden_spectrum", result.stderr)
+
+    def csv_rows(self, *args):
+        return list(csv.DictReader(io.StringIO(self.server.cli(*args, "--format", "csv",
+                                                               check=True).stdout)))
+
+    def check_derived_analyses_through_the_cli(self):
+        """What the query core derives from stored metrics, against the float64 reference:
+        qk_mean_cosine_concat, the correlation tests, the isotropic baseline, token clouds."""
+        rows = self.csv_rows("query", "--run", "seed0", "--metric", "qk_mean_cosine_concat")
+        self.assertEqual(len(rows), len(STEPS) * 3)
+        for row in rows:
+            self.assertEqual(row["head"], "")
+            want = reference(int(row["step"]))["layers"][int(row["layer"])]
+            self.assertAlmostEqual(float(row["value"]), want["qk_mean_cosine_concat"], delta=2e-4)
+
+        rows = self.csv_rows("correlation", "--run", "seed0")
+        self.assertEqual([int(r["step"]) for r in rows], STEPS)
+        for row in rows:
+            want = reference(int(row["step"]))["correlation"]
+            self.assertEqual(int(row["hidden_states"]), 4)
+            for key, value in want.items():
+                self.assertAlmostEqual(float(row[key]), value,
+                                       delta=max(2e-4, 1e-3 * abs(value)), msg=(row, key))
+
+        baseline = reference(0)["isotropic_p95"]
+        for dimension, key in ((16, "head_dim"), (64, "hidden_size")):
+            got = self.server.cli("isotropic-baseline", "--dimension", str(dimension),
+                                  check=True).stdout
+            self.assertAlmostEqual(float(got), baseline[key], delta=1e-9)
+
+        for basis in ("union", "q", "k"):
+            rows = self.csv_rows("token-cloud", "--run", "seed0", "--layer", "1", "--head", "2",
+                                 "--basis", basis)
+            want = projected_token_cloud([reference(step)["heads"][1 * 4 + 2] for step in STEPS],
+                                         basis)
+            self.assertEqual(len(rows), len(want), basis)
+            scale = max(abs(x) for point in want for x in point)
+            for row, expected in zip(rows, want):
+                got = [float(row[key]) for key in ("q_x", "q_y", "k_x", "k_y")]
+                for value, wanted in zip(got, expected):
+                    self.assertLess(abs(value - wanted), 1e-3 * scale, (basis, row))
+
+    def test_token_samples_are_set_per_job(self):
+        checkpoints = os.path.join(FIXTURE, "bin")
+        self.assertEqual(self.submit("few", checkpoints, "--token-samples", "3",
+                                     "--wait").returncode, 0)
+        rows = self.csv_rows("token-cloud", "--run", "few", "--layer", "0", "--head", "0")
+        self.assertEqual([(int(r["step"]), int(r["token"])) for r in rows],
+                         [(step, j) for step in STEPS for j in range(3)])
+        self.assertEqual(self.submit("none", checkpoints, "--token-samples", "0",
+                                     "--wait").returncode, 0)
+        result = self.server.cli("token-cloud", "--run", "none", "--layer", "0", "--head", "0")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("no token samples", result.stderr)
+        self.assertIn("--token-samples 0", result.stderr)
 
     def test_resubmit_skips_and_force_replaces_without_duplicates(self):
         checkpoints = os.path.join(FIXTURE, "bin")

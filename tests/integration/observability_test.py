@@ -147,7 +147,8 @@ class ObservabilityTest(unittest.TestCase):
             pool.Add(descriptor_pb2.FileDescriptorProto.FromString(raw))
         service = pool.FindServiceByName("anisoscope.v1.QueryService")
         self.assertEqual({m.name for m in service.methods},
-                         {"ListRuns", "QuerySeries", "QueryVectors", "QueryTrajectory"})
+                         {"ListRuns", "QuerySeries", "QueryVectors", "QueryTrajectory",
+                          "QueryTokenCloud", "QueryCorrelation", "QueryIsotropicBaseline"})
         method = service.FindMethodByName("ListRuns")
         request_class = message_factory.MessageFactory(pool).GetPrototype(method.input_type)
         response_class = message_factory.MessageFactory(pool).GetPrototype(method.output_type)

@@ -616,6 +616,12 @@ class OpenApiServerTest(unittest.TestCase):
              "run 'seed0' has no 'q_mean_pre_rotary' vectors"),
             ("/api/v1/series?run=seed0&metric=hidden_anisotropy&head=0", 400, "not per head"),
             ("/api/v1/trajectory?run=two", 409, "several probes"),
+            ("/api/v1/token_cloud?run=seed0&basis=qk", 400, "basis must be union, q or k"),
+            ("/api/v1/token_cloud?run=nope", 404, "run 'nope' not found"),
+            ("/api/v1/token_cloud?run=two", 409, "several probes"),
+            ("/api/v1/correlation?run=nope", 404, "run 'nope' not found"),
+            ("/api/v1/correlation?run=two", 409, "several probes"),
+            ("/api/v1/isotropic_baseline?dimension=1", 400, "dimension must be in 2.."),
         ]
         for path, status, text in cases:
             with self.subTest(path=path):

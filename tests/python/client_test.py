@@ -235,6 +235,30 @@ class QueryTest(unittest.TestCase):
         self.assertEqual(singular, sorted(singular, reverse=True))
         self.assertIn("singular vectors", frame.attrs["basis"])
 
+    def test_token_cloud_equals_the_cli_csv(self):
+        frame = CLIENT.token_cloud("seed0", 1, 2, basis="k")
+        rows = cli_csv("token-cloud", "--run", "seed0", "--layer", "1", "--head", "2",
+                       "--basis", "k")
+        self.assertEqual(list(frame.columns), ["step", "token", "q_x", "q_y", "k_x", "k_y"])
+        self.assertEqual(list(frame.itertuples(index=False, name=None)),
+                         [(int(r["step"]), int(r["token"]),
+                           *(float(r[c]) for c in ("q_x", "q_y", "k_x", "k_y"))) for r in rows])
+        self.assertEqual(len(frame), len(STEPS) * frame.attrs["token_samples"])
+        self.assertEqual(frame.attrs["basis"], "k")
+        self.assertIn("K token samples", frame.attrs["description"])
+
+    def test_correlation_and_isotropic_baseline_equal_the_cli(self):
+        frame = CLIENT.correlation("seed0", from_step=100)
+        rows = cli_csv("correlation", "--run", "seed0", "--from-step", "100")
+        self.assertEqual(list(frame["step"]), STEPS[1:])
+        for column in ("spearman_rho", "spearman_p", "pearson_r", "pearson_p"):
+            self.assertEqual(list(frame[column]), [float(r[column]) for r in rows])
+        self.assertEqual(frame.attrs["x_metric"], "hidden_mean_norm")
+        baseline = CLIENT.isotropic_baseline(HEAD_DIM)
+        self.assertEqual(baseline, float(SERVER.cli("isotropic-baseline", "--dimension",
+                                                    str(HEAD_DIM), check=True).stdout))
+        self.assertTrue(0 < baseline < 1)
+
 
 class ErrorTest(unittest.TestCase):
     def assert_error(self, code, call, *args, **kwargs):

@@ -69,8 +69,15 @@ class AccessTest : public ServerFixture {
     step.num_layers = 1;
     step.num_heads = 1;
     step.head_dim = 2;
-    step.scalars = {{"qk_mean_cosine", 0, 0, 0.5}};
-    step.vectors = {{"q_mean", 0, 0, {1, 0}}, {"k_mean", 0, 0, {0, 1}}};
+    step.scalars = {{"qk_mean_cosine", 0, 0, 0.5},
+                    {"hidden_mean_norm", 0, -1, 1.0},
+                    {"hidden_mean_norm", 1, -1, 2.0},
+                    {"hidden_anisotropy", 0, -1, 0.1},
+                    {"hidden_anisotropy", 1, -1, 0.3}};
+    step.vectors = {{"q_mean", 0, 0, {1, 0}},
+                    {"k_mean", 0, 0, {0, 1}},
+                    {"q_sample", 0, 0, {1, 0, 0.5, 0.5}},
+                    {"k_sample", 0, 0, {0, 1, 0.5, -0.5}}};
     ASSERT_TRUE(store.WriteStep(step, false).ok());
     pb::Job job;
     grpc::ClientContext context;
@@ -184,6 +191,30 @@ class AccessTest : public ServerFixture {
             pb::QueryTrajectoryResponse response;
             return queries_->QueryTrajectory(c, trajectory, &response);
           }}},
+        {"anisoscope.v1.QueryService.QueryTokenCloud",
+         {Action::kRead, true,
+          [this, trajectory](grpc::ClientContext* c) {
+            pb::QueryTokenCloudRequest request;
+            request.set_run(trajectory.run());
+            pb::QueryTokenCloudResponse response;
+            return queries_->QueryTokenCloud(c, request, &response);
+          }}},
+        {"anisoscope.v1.QueryService.QueryCorrelation",
+         {Action::kRead, true,
+          [this, trajectory](grpc::ClientContext* c) {
+            pb::QueryCorrelationRequest request;
+            request.set_run(trajectory.run());
+            pb::QueryCorrelationResponse response;
+            return queries_->QueryCorrelation(c, request, &response);
+          }}},
+        {"anisoscope.v1.QueryService.QueryIsotropicBaseline",
+         {Action::kRead, false,
+          [this](grpc::ClientContext* c) {
+            pb::QueryIsotropicBaselineRequest request;
+            request.set_dimension(64);
+            pb::QueryIsotropicBaselineResponse response;
+            return queries_->QueryIsotropicBaseline(c, request, &response);
+          }}},
         {"anisoscope.v1.WorkerService.LeaseWork",
          {Action::kWork, false,
           [this](grpc::ClientContext* c) {
@@ -290,8 +321,10 @@ TEST_F(AccessTest, EveryHttpRouteChecksTokenRoleAndNamespace) {
   const std::vector<ApiRoute> routes = ApiRoutes(nullptr, nullptr, nullptr);
   ASSERT_FALSE(routes.empty());
   for (const ApiRoute& route : routes) {
-    // Routes that name team-a's run "r" or job 1; the list routes answer 200 and filter.
-    const bool names_team_a = route.example != "/api/v1/runs" && route.example != "/api/v1/jobs";
+    // Routes that name team-a's run "r" or job 1; the list routes answer 200 and filter, the
+    // isotropic baseline names no run.
+    const bool names_team_a = route.example != "/api/v1/runs" && route.example != "/api/v1/jobs" &&
+                              route.path != "/api/v1/isotropic_baseline";
     for (const Caller& caller : callers_) {
       httplib::Headers headers;
       if (!caller.token.empty()) headers.emplace("Authorization", "Bearer " + caller.token);

@@ -46,8 +46,10 @@ class HttpServerTest : public ServerFixture {
   }
 
   // Writes run `run` (2 layers x 2 heads, head_dim 3) at `steps` for probe `probe`.
-  void WriteRun(const std::string& run, const std::string& probe,
-                const std::vector<int64_t>& steps) {
+  // `with_samples`: also two token samples per head, Q (s, j, 0) and K (j, -s, 0) for
+  // token j, and hidden_mean_norm 1 + hidden * (step + 1) (rising with hidden_anisotropy).
+  void WriteRun(const std::string& run, const std::string& probe, const std::vector<int64_t>& steps,
+                bool with_samples = false) {
     for (int64_t step : steps) {
       storage::StepResult result;
       result.run = run;
@@ -67,10 +69,18 @@ class HttpServerTest : public ServerFixture {
           // Q̄ = (s, 1, 0), K̄ = (-1, s, 0): all in the plane z = 0.
           result.vectors.push_back({"q_mean", layer, head, {s, 1, 0}});
           result.vectors.push_back({"k_mean", layer, head, {-1, s, 0}});
+          if (with_samples) {
+            result.vectors.push_back({"q_sample", layer, head, {s, 0, 0, s, 1, 0}});
+            result.vectors.push_back({"k_sample", layer, head, {0, -s, 0, 1, -s, 0}});
+          }
         }
       }
       for (int hidden = 0; hidden <= 2; ++hidden) {
         result.scalars.push_back({"hidden_anisotropy", hidden, -1, 0.5 + hidden});
+        if (with_samples) {
+          result.scalars.push_back(
+              {"hidden_mean_norm", hidden, -1, 1.0 + hidden * (static_cast<double>(step) + 1)});
+        }
       }
       ASSERT_TRUE(server_->store().WriteStep(result, /*replace=*/false).ok());
     }
@@ -197,6 +207,55 @@ TEST_F(HttpServerTest, VectorsAndTrajectoryOfOneHead) {
     EXPECT_NEAR(std::hypot(point["kX"].get<double>(), point["kY"].get<double>()),
                 std::hypot(s, 1.0), 1e-9);
   }
+}
+
+TEST_F(HttpServerTest, DerivedAnalysesOfTheStoredMetrics) {
+  WriteRun("r", "p1", {0, 1, 2}, /*with_samples=*/true);
+  json cloud = GetJson("/api/v1/token_cloud?run=r&layer=1&head=0&basis=q");
+  EXPECT_EQ(cloud["basis"], "q");
+  EXPECT_EQ(cloud["tokenSamples"], 2);
+  ASSERT_EQ(cloud["steps"].size(), 3u);
+  EXPECT_NE(cloud["description"].get<std::string>().find("Q token samples"), std::string::npos);
+  // Every sample lies in the plane z = 0, so the projection keeps each one's length.
+  for (const json& step : cloud["steps"]) {
+    const double s = std::stod(step["step"].get<std::string>());
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_NEAR(std::hypot(step["qX"][j].get<double>(), step["qY"][j].get<double>()),
+                  std::hypot(s, j), 1e-9);
+      EXPECT_NEAR(std::hypot(step["kX"][j].get<double>(), step["kY"][j].get<double>()),
+                  std::hypot(s, j), 1e-9);
+    }
+  }
+  EXPECT_NE(GetError("/api/v1/token_cloud?run=r&layer=1&head=0&basis=qk", 400,
+                     "INVALID_ARGUMENT")["message"]
+                .get<std::string>()
+                .find("basis must be union, q or k"),
+            std::string::npos);
+  GetError("/api/v1/token_cloud?run=r&layer=2&head=0", 400, "INVALID_ARGUMENT");
+
+  // Q̄ = (s, 1, 0) and K̄ = (-1, s, 0) in every head: orthogonal, concatenated or not.
+  json concat = GetJson("/api/v1/series?run=r&metric=qk_mean_cosine_concat");
+  ASSERT_EQ(concat["points"].size(), 6u);
+  EXPECT_EQ(concat["points"][5]["layer"], 1);
+  EXPECT_EQ(concat["points"][5]["head"], -1);
+  EXPECT_NEAR(concat["points"][5]["value"].get<double>(), 0.0, 1e-12);
+  ASSERT_EQ(
+      GetJson("/api/v1/series?run=r&metric=qk_mean_cosine_concat&layer=0&since_step=0")["points"]
+          .size(),
+      2u);
+  GetError("/api/v1/series?run=r&metric=qk_mean_cosine_concat&head=0", 400, "INVALID_ARGUMENT");
+
+  json correlation = GetJson("/api/v1/correlation?run=r&from_step=1");
+  EXPECT_EQ(correlation["xMetric"], "hidden_mean_norm");
+  ASSERT_EQ(correlation["points"].size(), 2u);
+  EXPECT_EQ(correlation["points"][0]["hiddenStates"], 3);
+  EXPECT_NEAR(correlation["points"][0]["spearmanRho"].get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(correlation["points"][0]["pearsonR"].get<double>(), 1.0, 1e-12);
+  GetError("/api/v1/correlation?run=nope", 404, "NOT_FOUND");
+
+  EXPECT_NEAR(GetJson("/api/v1/isotropic_baseline?dimension=64")["cosineP95"].get<double>(),
+              0.20582174864473401, 1e-12);
+  GetError("/api/v1/isotropic_baseline?dimension=1", 400, "INVALID_ARGUMENT");
 }
 
 TEST_F(HttpServerTest, JobsListedMostRecentFirstFilteredByRun) {
