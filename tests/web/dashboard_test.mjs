@@ -1,9 +1,11 @@
 // The dashboard in a real browser: starts anisoscope-server on the bert_run fixture,
-// stores steps 0, 100 and 250 with the real CLI, loads the page in Debian's chromium
-// (playwright-core) and checks every view from the page's read-only state
-// (window.__anisoscope), a tooltip and the CSV download against the HTTP API; then stores
-// step 400 and checks that polling picks it up without a reload. Screenshots of every view
-// go to $ANISOSCOPE_SCREENSHOTS. The server runs with tokens (--auth tokens): the CLI uses a
+// stores steps 0, 100 and 250 with the real CLI (and a second run with steps 0 and 250,
+// for the runs-side-by-side view), loads the page in Debian's chromium (playwright-core)
+// and checks every view from the page's read-only state (window.__anisoscope) against the
+// HTTP API (series, vectors, token clouds, correlations, isotropic baselines), a tooltip,
+// the CSV download and the controls of the new views; then stores step 400 and checks
+// that polling picks it up without a reload. Screenshots of every view go to
+// $ANISOSCOPE_SCREENSHOTS. The server runs with tokens (--auth tokens): the CLI uses a
 // writer's, and the page asks for a reader's once (a prompt) and keeps it across polls.
 // Exit 0 pass, 1 fail, 77 skip (no chromium/playwright-core).
 //   ANISOSCOPE_FIXTURES=build/fixtures ANISOSCOPE_BIN=build/bin node tests/web/dashboard_test.mjs
@@ -19,8 +21,10 @@ const CHROMIUM = '/usr/bin/chromium';
 const FIXTURES = process.env.ANISOSCOPE_FIXTURES;
 const BIN = process.env.ANISOSCOPE_BIN;
 const SHOTS = process.env.ANISOSCOPE_SCREENSHOTS || path.join(os.tmpdir(), 'anisoscope-screenshots');
-const VIEWS = ['cosine', 'dot', 'entropy', 'entropy-heads', 'hidden', 'heatmap', 'trajectory'];
+const VIEWS = ['cosine', 'qk-concat', 'dot', 'entropy', 'entropy-heads', 'attention', 'hidden', 'correlation',
+  'spectrum', 'spectrum-stats', 'heatmap', 'trajectory', 'token-cloud', 'runs'];
 const RUN = 'browser-test';
+const RUN_B = 'browser-test-b';  // another "seed": steps 0 and 250 with other weights
 const started = Date.now();
 
 function log(message) {
@@ -111,17 +115,22 @@ function cli(grpc, args) {
 }
 
 // Stores `steps`; `from` maps a step to the checkpoint step whose weights it gets.
-function submit(grpc, steps, { from = (s) => s, force = false } = {}) {
-  return cli(grpc, ['submit', '--run', RUN,
+function submit(grpc, steps, { run = RUN, from = (s) => s, force = false } = {}) {
+  return cli(grpc, ['submit', '--run', run,
     ...steps.flatMap((s) => ['--checkpoint', `${s}=${checkpoint(from(s))}`]),
     '--probe-tokens', path.join(fixture, 'probe.jsonl'), ...(force ? ['--force'] : []), '--wait']);
 }
 
-async function apiSeries(url, metric) {
-  const response = await fetch(new URL(`api/v1/series?run=${RUN}&metric=${metric}`, url),
-    { headers: { Authorization: `Bearer ${READER}` } });
-  check(response.ok, `GET series ${metric}: HTTP ${response.status}`);
-  return (await response.json()).points;
+// GET api/v1/PATH?PARAMS as the page's reader.
+async function apiGet(url, pathname, params) {
+  const target = new URL(`api/v1/${pathname}?${new URLSearchParams(params)}`, url);
+  const response = await fetch(target, { headers: { Authorization: `Bearer ${READER}` } });
+  check(response.ok, `GET ${target.pathname}${target.search}: HTTP ${response.status} ${await response.clone().text()}`);
+  return response.json();
+}
+
+async function apiSeries(url, metric, run = RUN) {
+  return (await apiGet(url, 'series', { run, metric })).points;
 }
 
 const summary = (page) => page.evaluate(() => window.__anisoscope.summary());
@@ -136,7 +145,11 @@ async function waitForSteps(page, steps) {
         full(s.cosine.series, layers * heads) && full(s.dot.series, layers * heads) &&
         full(s.entropyHeads.series, layers * heads) &&
         full(s.entropy.series, layers) && full(s.hidden.series, 2 * (layers + 1)) &&
-        s.heatmap.steps === steps && s.trajectory.points === steps;
+        s.heatmap.steps === steps && s.trajectory.points === steps &&
+        full(s.concat.series, layers) && full(s.attention.series, 4 * layers) &&
+        full(s.spectrumStats.series, 4 * (layers + 1)) && full(s.correlation.series, 4) &&
+        s.spectrum.steps === steps && s.spectrum.curves.length === layers + 1 &&
+        s.tokenCloud.steps === steps && s.runs.series.some((x) => x.points === steps);
     }, { layers: LAYERS, heads: HEADS, steps }, { timeout: 20000, polling: 100 });
   } catch {
     throw new Error(`the page did not show ${steps} steps in every view within 20 s; it shows:\n` +
@@ -205,20 +218,142 @@ async function checkDownloads(page, url) {
   check(png.subarray(1, 4).toString() === 'PNG' && png.length > 10000, `PNG download is not a PNG (${png.length} bytes)`);
 }
 
-// Moves the heatmap's step slider to `index` (as a user dragging it would).
-async function slideHeatmap(page, index) {
-  await page.locator('[data-testid="heatmap-step"]').evaluate((el, i) => {
+// Moves a step slider to `index` (as a user dragging it would).
+async function slide(page, testid, index) {
+  await page.locator(`[data-testid="${testid}"]`).evaluate((el, i) => {
     el.value = String(i);
     el.dispatchEvent(new Event('input', { bubbles: true }));
   }, index);
+}
+
+async function slideHeatmap(page, index) {
+  await slide(page, 'heatmap-step', index);
   return (await summary(page)).heatmap.step;
+}
+
+// Polls the summary of view `name` until test(it) holds (10 s); returns it.
+async function waitForView(page, name, test, what) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const view = (await summary(page))[name];
+    if (test(view)) return view;
+    if (Date.now() > deadline) throw new Error(`${what}; the ${name} view shows ${JSON.stringify(view)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const single = (refs) => (refs && refs.length === 1 ? refs[0].value : NaN);
+const panelRefs = (view, key) => (view.panels.find((p) => p.key === key) || {}).references;
+
+// The dashed lines: the isotropic baseline where the API puts it (d_head for per-head
+// cosines, heads x d_head for hidden states and concatenated heads), 0.3 on the sink
+// panel, 0.05 on the p-values.
+async function checkReferenceLines(url, s) {
+  const run = (await apiGet(url, 'runs', {})).runs.find((r) => r.name === RUN);
+  const p95 = async (dimension) => {
+    const answer = await apiGet(url, 'isotropic_baseline', { dimension });
+    check(answer.dimension === dimension && answer.cosineP95 > 0 && answer.cosineP95 < 1,
+      `isotropic_baseline?dimension=${dimension}: ${JSON.stringify(answer)}`);
+    return answer.cosineP95;
+  };
+  const [head, hidden] = [await p95(run.headDim), await p95(run.numHeads * run.headDim)];
+  check(head > hidden, `the isotropic p95 of d=${run.headDim} (${head}) is not above that of ` +
+    `the hidden size (${hidden})`);
+  const want = [
+    ['cosine grid', s.cosine.references, head],
+    ['hidden-state anisotropy', panelRefs(s.hidden, 'hidden_anisotropy'), hidden],
+    ['concatenated Q/K cosine', panelRefs(s.concat, 'qk_mean_cosine_concat'), hidden],
+    ['runs side by side', panelRefs(s.runs, 'qk_mean_cosine_concat'), hidden],
+    ['first-token mass', panelRefs(s.attention, 'attn_first_token_mass'), 0.3],
+    ['correlation p-values', panelRefs(s.correlation, 'p_value'), 0.05],
+  ];
+  for (const [what, refs, value] of want) {
+    check(single(refs) === value, `${what}: dashed line ${JSON.stringify(refs)}, want one at ${value}`);
+  }
+  check(!s.dot.references.length && !panelRefs(s.hidden, 'hidden_mean_norm').length,
+    'a baseline is drawn on a chart that is not a cosine');
+}
+
+// The views of issue 12 against the API: each draws what the server answers for `steps`
+// steps, the last one `lastStep`.
+async function checkNewViews(url, s, steps, lastStep) {
+  await checkReferenceLines(url, s);
+  const concat = await apiSeries(url, 'qk_mean_cosine_concat');
+  check(concat.length === LAYERS * steps && concat.every((p) => p.head === -1),
+    `API qk_mean_cosine_concat: ${concat.length} points, want ${LAYERS} layers x ${steps} steps, head -1`);
+
+  const cloud = await apiGet(url, 'token_cloud', { run: RUN, layer: 0, head: 0, basis: 'union' });
+  const last = cloud.steps[cloud.steps.length - 1];
+  check(cloud.steps.length === steps && last.step === lastStep && cloud.basis === 'union',
+    `API token_cloud: ${cloud.steps.length} steps, last ${last.step}, basis ${cloud.basis}`);
+  const tc = s.tokenCloud;
+  check(tc.basis === 'union' && tc.step === lastStep && tc.tokens > 0 && tc.tokens === cloud.tokenSamples &&
+    tc.q === tc.tokens && tc.k === tc.tokens && last.qX.length === tc.tokens,
+  `token cloud shows ${JSON.stringify(tc)}; the API has ${cloud.tokenSamples} tokens at step ${last.step}`);
+  check(tc.firstQ[0] === last.qX[0] && tc.firstQ[1] === last.qY[0] &&
+    tc.explainedVariance === cloud.explainedVariance, 'token cloud: the drawn Q token 0 or explained variance is not the API\'s');
+
+  check(s.spectrum.step === lastStep, `spectra show step ${s.spectrum.step}, want ${lastStep}`);
+  for (let state = 0; state <= LAYERS; state++) {
+    const answer = await apiGet(url, 'vectors', { run: RUN, kind: 'hidden_spectrum', layer: state });
+    const at = answer.points.find((p) => p.step === lastStep);
+    const curve = s.spectrum.curves[state];
+    check(at && at.values.length > 1 && at.values[0] === 1 && curve.points === at.values.length &&
+      curve.first === at.values[0], `spectrum of hidden state ${state}: drawn ${JSON.stringify(curve)}, ` +
+      `the API has ${at ? at.values.length : 0} values`);
+  }
+
+  const correlation = await apiGet(url, 'correlation', { run: RUN });
+  check(correlation.points.length === steps && correlation.points.every((p) => p.hiddenStates === LAYERS + 1 &&
+    p.spearmanP >= 0 && p.spearmanP <= 1 && p.pearsonP >= 0 && p.pearsonP <= 1),
+  `API correlation: ${JSON.stringify(correlation.points)}, want ${steps} steps over ${LAYERS + 1} hidden states`);
+
+  const [a, b] = await Promise.all([RUN, RUN_B].map((run) => apiSeries(url, 'qk_mean_cosine_concat', run)));
+  const at = (points, step) => points.find((p) => p.layer === 0 && p.step === step).value;
+  check(s.runs.runs.join() === [RUN, RUN_B].sort().join(), `runs view compares ${s.runs.runs}, want ${RUN}, ${RUN_B}`);
+  check(s.runs.mean.map((m) => m.step).join() === '0,250' && s.runs.mean.every((m) =>
+    Math.abs(m.value - (at(a, m.step) + at(b, m.step)) / 2) < 1e-12),
+  `runs view mean ${JSON.stringify(s.runs.mean)}, want the mean of the two runs at steps 0 and 250`);
+}
+
+// The controls of the new views, each put back afterwards.
+async function checkNewControls(page, url) {
+  const q = await apiGet(url, 'token_cloud', { run: RUN, layer: 0, head: 0, basis: 'q' });
+  await page.selectOption('[data-testid="token-cloud-basis"]', 'q');
+  await waitForView(page, 'tokenCloud', (v) => v.basis === 'q' && v.explainedVariance === q.explainedVariance,
+    `the basis switch to q does not show the API's q projection (explained variance ${q.explainedVariance})`);
+  await page.selectOption('[data-testid="token-cloud-basis"]', 'union');
+  await slide(page, 'token-cloud-step', 0);
+  check((await summary(page)).tokenCloud.step === '0', 'the token-cloud slider at its start does not show step 0');
+  await slide(page, 'token-cloud-step', 2);
+  await slide(page, 'spectrum-step', 0);
+  check((await summary(page)).spectrum.step === '0', 'the spectrum slider at its start does not show step 0');
+  await slide(page, 'spectrum-step', 2);
+
+  await page.selectOption('[data-testid="attention-mode"]', '0');
+  const heads = (await summary(page)).attention.series;
+  check(heads.length === 4 * HEADS && heads.every((x) => /^head \d+$/.test(x.name)),
+    `attention view of layer 0 draws ${heads.map((x) => x.name)}, want its ${HEADS} heads in 4 panels`);
+  await page.selectOption('[data-testid="attention-mode"]', 'mean');
+
+  await page.locator(`[data-testid="runs-choice"] input[data-run="${RUN_B}"]`).uncheck();
+  await waitForView(page, 'runs', (v) => v.runs.join() === RUN && !v.mean.length && v.series.length === 1,
+    `unchecking ${RUN_B} does not leave one line`);
+  await page.locator(`[data-testid="runs-choice"] input[data-run="${RUN_B}"]`).check();
+  await waitForView(page, 'runs', (v) => v.mean.length === 2, `checking ${RUN_B} again does not bring back the mean`);
+  const [runsCsv] = await Promise.all([
+    page.waitForEvent('download'), page.locator('[data-testid="runs-csv"]').click(),
+  ]);
+  const header = fs.readFileSync(await runsCsv.path(), 'utf8').split('\n')[0];
+  check(header === 'step,run,qk_mean_cosine_concat', `runs view CSV header: ${header}`);
 }
 
 async function main() {
   const { grpc, url } = await startServer();
   log(`server: gRPC ${grpc}, ${url}`);
   await submit(grpc, [0, 100, 250]);
-  log(`stored steps 0, 100, 250 of a ${LAYERS} x ${HEADS} BERT`);
+  await submit(grpc, [0, 250], { run: RUN_B, from: (s) => (s ? 400 : 100) });
+  log(`stored steps 0, 100, 250 of a ${LAYERS} x ${HEADS} BERT, and steps 0, 250 of ${RUN_B}`);
 
   const userData = fs.mkdtempSync(path.join(temp, 'chromium-'));
   browser = await chromium.launchPersistentContext(userData, {
@@ -253,6 +388,10 @@ async function main() {
   check(await slideHeatmap(page, 0) === '0', 'the heatmap slider at its start does not show step 0');
   check(await slideHeatmap(page, 2) === '250', 'the heatmap slider at its end does not show step 250');
   log('tooltip shows the exact value; CSV matches the API; PNG downloads; the step slider works');
+  await checkNewViews(url, s, 3, '250');
+  await checkNewControls(page, url);
+  log('token clouds, spectra, sharpness/sinks, correlations, concatenated cosine, runs side by side and ' +
+    'the isotropic baselines show what the API answers; their controls work');
   await screenshots(page, '');
 
   await page.evaluate(() => { window.__notReloaded = true; });
@@ -260,6 +399,7 @@ async function main() {
   log('stored step 400');
   s = await waitForSteps(page, 4);
   checkSummary(s, 4, '400');
+  await checkNewViews(url, s, 4, '400');
   check(await page.evaluate(() => window.__notReloaded === true), 'the page reloaded to show step 400');
   await page.locator('[data-testid="job-idle"]').filter({ hasText: '1/1 steps' })
     .waitFor({ timeout: 5000 }).catch(() => { throw new Error('the jobs line does not show the finished 1/1-step job'); });

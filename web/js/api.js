@@ -74,6 +74,10 @@ async function get(path, params = {}) {
 export const api = {
   runs: () => get('runs').then((r) => r.runs || []),
   series: (params) => get('series', params),
+  vectors: (params) => get('vectors', params),
   trajectory: (params) => get('trajectory', params),
+  tokenCloud: (params) => get('token_cloud', params),
+  correlation: (params) => get('correlation', params),
+  isotropicBaseline: (dimension) => get('isotropic_baseline', { dimension }),
   jobs: (run, limit = 20) => get('jobs', { run, limit }).then((r) => r.jobs || []),
 };

@@ -1,5 +1,10 @@
 // The frame every view sits in: a title, a one-line explanation, optional controls, the
-// PNG/CSV download buttons, a message line (errors, empty states) and the chart area.
+// PNG/CSV download buttons, a message line (errors, empty states) and the chart area; and
+// the controls views share (selects, a step slider, layer/head pickers) and a loader for
+// views that ask the server themselves.
+
+import { downloadCsv, downloadPng } from './download.js';
+import { exactStep } from './format.js';
 
 export function createCard(parent, { id, title, subtitle, onPng, onCsv }) {
   const root = document.createElement('section');
@@ -40,6 +45,16 @@ export function createCard(parent, { id, title, subtitle, onPng, onCsv }) {
   };
 }
 
+// The card of `view`: its PNG and CSV buttons save view.chart and view.csv() under the
+// name view.fileBase() gives at the time of the click.
+export function createViewCard(parent, view, { id, title, subtitle = '' }) {
+  return createCard(parent, {
+    id, title, subtitle,
+    onPng: () => downloadPng(`${view.fileBase()}.png`, view.chart),
+    onCsv: () => downloadCsv(`${view.fileBase()}.csv`, view.csv()),
+  });
+}
+
 // A labelled <select>; options are [value, label] pairs.
 export function createSelect(parent, { label, testid, options, value, onChange }) {
   const wrap = document.createElement('label');
@@ -56,4 +71,82 @@ export function createSelect(parent, { label, testid, options, value, onChange }
   select.addEventListener('change', () => onChange(select.value));
   parent.appendChild(wrap);
   return { select, set, wrap };
+}
+
+// [["0", "0"], ["1", "1"], …]: options for indices 0 … n−1.
+export const indexOptions = (n) => [...Array(n || 0).keys()].map((i) => [String(i), String(i)]);
+
+// Layer and head selects for a view of one head (or one layer, with heads = 0: the head
+// select is hidden). reset(layers, heads) fills them and picks 0, 0; onChange runs when
+// the user picks another.
+export function createHeadPicker(parent, { testid, onChange }) {
+  const picker = { layer: 0, head: 0 };
+  const layer = createSelect(parent, {
+    label: 'layer', testid: `${testid}-layer`, options: [],
+    onChange: (v) => { picker.layer = Number(v); onChange(); },
+  });
+  const head = createSelect(parent, {
+    label: 'head', testid: `${testid}-head`, options: [],
+    onChange: (v) => { picker.head = Number(v); onChange(); },
+  });
+  picker.reset = (layers, heads) => {
+    picker.layer = 0;
+    picker.head = 0;
+    layer.set(indexOptions(layers), 0);
+    head.set(indexOptions(heads), 0);
+    head.wrap.hidden = !heads;
+  };
+  return picker;
+}
+
+// A step slider with its label. The thumb follows the latest step until the user picks
+// another. pick(count) is the index shown out of `count` steps (−1 for none); show(steps)
+// takes the step texts in order, moves the thumb there and returns that index.
+export function createStepSlider(parent, { testid, onChange }) {
+  const wrap = document.createElement('label');
+  wrap.className = 'control slider';
+  wrap.innerHTML = '<span>step</span><input type="range" min="0" max="0" value="0"><output></output>';
+  const input = wrap.querySelector('input');
+  const output = wrap.querySelector('output');
+  input.dataset.testid = testid;
+  output.dataset.testid = `${testid}-label`;
+  parent.appendChild(wrap);
+  let picked = -1;  // -1: follow the latest step
+  input.addEventListener('input', () => {
+    picked = Number(input.value) === Number(input.max) ? -1 : Number(input.value);
+    onChange();
+  });
+  const slider = {
+    reset: () => { picked = -1; },
+    pick: (count) => (count ? (picked < 0 || picked >= count ? count - 1 : picked) : -1),
+    show(steps) {
+      const index = slider.pick(steps.length);
+      input.max = String(Math.max(0, steps.length - 1));
+      input.disabled = steps.length < 2;
+      input.value = String(Math.max(0, index));
+      output.textContent = index < 0 ? '' : `${exactStep(steps[index])}  (${index + 1} of ${steps.length})`;
+      return index;
+    },
+  };
+  return slider;
+}
+
+// For views that ask the server themselves: load(fetch) awaits fetch() and hands the
+// answer (null on failure) to draw, unless a later load started meanwhile; a failure is
+// then shown on the card.
+export function createLoader(card, draw) {
+  let latest = 0;
+  return async (fetch) => {
+    const request = ++latest;
+    let answer = null;
+    let error = '';
+    try {
+      answer = await fetch();
+    } catch (err) {
+      error = err.message;
+    }
+    if (request !== latest) return;
+    draw(answer);
+    if (error) card.setMessage(error, 'error');
+  };
 }

@@ -1,9 +1,9 @@
 // ECharts helpers shared by the views: the library import, colours (one per head, the same
-// in every panel; one per layer along a sequential scale), step axes, and the
-// small-multiples layout (one panel per layer).
+// in every panel; one per layer along a sequential scale), step axes, the small-multiples
+// layout (one panel per layer), dashed reference lines and equal-scale plane axes.
 
 import * as echarts from '../vendor/echarts.esm.min.js';
-import { shortStep } from './format.js';
+import { shortStep, shortValue } from './format.js';
 
 export { echarts };
 
@@ -75,7 +75,7 @@ export function stepAxis(extra = {}) {
     max: 'dataMax',
     minInterval: 1,
     axisLabel: { formatter: (v) => shortStep(v), color: MUTED, fontSize: 10, hideOverlap: true },
-    axisLine: { lineStyle: { color: '#9aa5b1' } },
+    axisLine: { onZero: false, lineStyle: { color: '#9aa5b1' } },
     splitLine: { show: false },
     ...extra,
   };
@@ -94,12 +94,12 @@ export function valueAxis(extra = {}) {
 
 // Pixel boxes for `count` panels in `columns` columns inside a `width`-wide chart whose
 // panels start `top` pixels down. Returns {grids, height}.
-export function panelLayout({ count, width, top, panelHeight = 170, minPanelWidth = 260 }) {
-  const columns = Math.max(1, Math.min(count, 4, Math.floor(width / minPanelWidth)));
+export function panelLayout({
+  count, width, top, panelHeight = 170, minPanelWidth = 260, maxColumns = 4, left = 58, gapX = 58,
+}) {
+  const columns = Math.max(1, Math.min(count, maxColumns, Math.floor(width / minPanelWidth)));
   const rows = Math.ceil(count / columns);
-  const gapX = 58;
   const gapY = 62;
-  const left = 58;
   const right = 16;
   const cellWidth = (width - left - right - gapX * (columns - 1)) / columns;
   const grids = [];
@@ -114,4 +114,84 @@ export function panelLayout({ count, width, top, panelHeight = 170, minPanelWidt
     });
   }
   return { grids, columns, rows, height: top + rows * (panelHeight + gapY) - gapY + 44 };
+}
+
+const REFERENCE = '#52606d';
+
+// A labelled dashed horizontal line at y = `value` from step `from` to step `to` (the
+// isotropic baseline, a threshold): a series of its own, so that the value axis keeps it
+// in view whatever the data; silent, and left out of tooltips.
+function referenceLine({ value, label, from, to, axis = 0, color = REFERENCE }) {
+  return {
+    type: 'line', name: label, xAxisIndex: axis, yAxisIndex: axis,
+    data: [[from, value], [to, value]], z: 1, silent: true, symbol: 'none', color,
+    lineStyle: { type: 'dashed', width: 1.3, color }, tooltip: { show: false },
+    emphasis: { disabled: true },
+    endLabel: { show: true, formatter: label, color, fontSize: 10, align: 'right', offset: [-4, -10] },
+  };
+}
+
+// Appends to `series` (line series on step axes, data items {value: [step, value]}) the
+// reference lines of each of the `panels` panels, refs(i) = [{value, label}], across the
+// steps the panel's series span. Returns the lines drawn, by panel; the series appended
+// come after every series given, so that tooltip formatters can tell them apart.
+export function addReferenceLines(series, panels, refs) {
+  return [...Array(panels).keys()].map((i) => {
+    const steps = series.filter((s) => s.xAxisIndex === i).flatMap((s) => s.data.map((d) => d.value[0]));
+    if (!steps.length) return [];
+    const [from, to] = [steps.reduce((a, b) => Math.min(a, b)), steps.reduce((a, b) => Math.max(a, b))];
+    const lines = refs(i);
+    for (const ref of lines) series.push(referenceLine({ ...ref, from, to, axis: i }));
+    return lines;
+  });
+}
+
+// Query and key colours, in every view that shows both.
+export const Q_COLOR = '#2b6cb0';
+export const K_COLOR = '#dd6b20';
+
+// Axis ranges holding the data, padded, with the same units per pixel on both axes.
+function equalAspect(xMin, xMax, yMin, yMax, pixelRatio) {
+  const cx = (xMin + xMax) / 2;
+  const cy = (yMin + yMax) / 2;
+  let sx = (xMax - xMin) * 1.15 || 1;
+  let sy = (yMax - yMin) * 1.15 || 1;
+  if (sx / sy < pixelRatio) sx = sy * pixelRatio;
+  else sy = sx / pixelRatio;
+  return [cx - sx / 2, cx + sx / 2, cy - sy / 2, cy + sy / 2];
+}
+
+// The option of a chart in `el` of points on the plane of two singular directions (v1
+// across, v2 up): grid and axes holding the origin and every x of `xs` and y of `ys`, with
+// the same scale on both axes.
+export function planeOption(el, xs, ys) {
+  const grid = { left: 80, right: 40, top: 40, bottom: 56 };
+  const width = Math.max(100, el.clientWidth - grid.left - grid.right);
+  const height = Math.max(100, el.clientHeight - grid.top - grid.bottom);
+  const [lo, hi] = [(a) => a.reduce((m, v) => Math.min(m, v), 0), (a) => a.reduce((m, v) => Math.max(m, v), 0)];
+  const [x0, x1, y0, y1] = equalAspect(lo(xs), hi(xs), lo(ys), hi(ys), width / height);
+  const axis = (name, min, max, nameGap) => ({
+    type: 'value', name, nameLocation: 'middle', nameGap, min, max,
+    nameTextStyle: { color: MUTED },
+    axisLabel: {
+      formatter: (v) => shortValue(v), color: MUTED, fontSize: 10, hideOverlap: true,
+      showMinLabel: false, showMaxLabel: false,
+    },
+    splitLine: { lineStyle: { color: '#eef0f2' } },
+    axisLine: { onZero: false },
+  });
+  return {
+    ...baseOption(), grid,
+    xAxis: axis('v1: 1st singular direction', x0, x1, 30),
+    yAxis: axis('v2: 2nd singular direction', y0, y1, 52),
+  };
+}
+
+// A cross at the origin of a plane, labelled.
+export function originMarker() {
+  return {
+    type: 'scatter', name: 'origin', symbol: 'path://M0,5L10,5M5,0L5,10', symbolSize: 10,
+    itemStyle: { borderColor: '#52606d', borderWidth: 1.2, color: 'none' }, silent: true,
+    data: [[0, 0]], label: { show: true, formatter: 'origin', position: 'bottom', fontSize: 10, color: MUTED },
+  };
 }

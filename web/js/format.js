@@ -45,16 +45,55 @@ export const METRIC_LABELS = {
   q_mean_norm: 'query mean norm  ‖Q̄‖',
   k_mean_norm: 'key mean norm  ‖K̄‖',
   attn_entropy: 'attention entropy (nats)',
+  attn_max_prob: 'attention max probability  max_j p_ij',
+  attn_median_prob: 'attention median probability  median_j p_ij',
+  attn_min_prob: 'attention min probability  min_j p_ij',
+  attn_first_token_mass: 'attention on the first token  p_i0',
   q_anisotropy: 'query anisotropy (mean pairwise cosine)',
   k_anisotropy: 'key anisotropy (mean pairwise cosine)',
   hidden_anisotropy: 'hidden-state anisotropy (mean pairwise cosine)',
   hidden_mean_norm: 'hidden-state mean norm  ‖mean h‖',
+  hidden_isoscore: 'IsoScore',
+  qk_mean_cosine_concat: 'Q/K mean cosine, heads concatenated',
 };
 
 export const PER_HEAD_METRICS = [
   'qk_mean_cosine', 'qk_mean_dot', 'q_mean_norm', 'k_mean_norm', 'attn_entropy',
+  'attn_max_prob', 'attn_median_prob', 'attn_min_prob', 'attn_first_token_mass',
   'q_anisotropy', 'k_anisotropy',
 ];
+
+// Per hidden state 0 … L (head −1).
+export const HIDDEN_STATE_METRICS = [
+  'hidden_anisotropy', 'hidden_mean_norm', 'hidden_sv_skewness', 'hidden_sv_median',
+  'hidden_ev_1', 'hidden_ev_10', 'hidden_isoscore', 'hidden_token_uniformity',
+  'hidden_first_token_uniformity', 'hidden_max_abs', 'hidden_median_abs',
+];
+
+// Per block 0 … L−1 (head −1).
+export const BLOCK_METRICS = ['qk_mean_cosine_concat'];
+
+// Cosines and mean pairwise cosines, with the vectors' dimension for the isotropic
+// baseline: 'head' (d_head) or 'hidden' (the hidden size, heads × d_head).
+export const BASELINE_SCOPE = {
+  qk_mean_cosine: 'head',
+  q_anisotropy: 'head',
+  k_anisotropy: 'head',
+  hidden_anisotropy: 'hidden',
+  hidden_token_uniformity: 'hidden',
+  hidden_first_token_uniformity: 'hidden',
+  qk_mean_cosine_concat: 'hidden',
+};
+
+// The dimension of `scope` ('head' or 'hidden') vectors of a run.
+export function baselineDimension(run, scope) {
+  return scope === 'head' ? run.headDim : run.numHeads * run.headDim;
+}
+
+// The labelled dashed line of an isotropic_baseline answer, for a view's references.
+export function baselineReference({ dimension, cosineP95 }) {
+  return { value: cosineP95, label: `isotropic p95 (d=${dimension})` };
+}
 
 export function metricLabel(metric) {
   return METRIC_LABELS[metric] || metric;

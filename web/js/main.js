@@ -4,11 +4,16 @@
 import { createSelect } from './card.js';
 import { shortStep } from './format.js';
 import { Store } from './state.js';
+import { AttentionView } from './views/attention_view.js';
+import { CorrelationView } from './views/correlation_view.js';
 import { EntropyView } from './views/entropy_view.js';
 import { HeadGridView } from './views/head_grid_view.js';
 import { HeatmapView } from './views/heatmap_view.js';
 import { HiddenView } from './views/hidden_view.js';
 import { JobsView } from './views/jobs_view.js';
+import { RunsView } from './views/runs_view.js';
+import { SpectrumView } from './views/spectrum_view.js';
+import { TokenCloudView } from './views/token_cloud_view.js';
 import { TrajectoryView } from './views/trajectory_view.js';
 
 const params = new URLSearchParams(window.location.search);
@@ -20,7 +25,15 @@ const views = {
   cosine: new HeadGridView(store, $('#views'), {
     id: 'cosine', metric: 'qk_mean_cosine', yName: 'cos(Q̄, K̄)',
     title: 'Q/K mean cosine per head',
-    subtitle: 'Cosine between the mean query Q̄ and the mean key K̄ of each head; one panel per layer, one line per head.',
+    subtitle: 'Cosine between the mean query Q̄ and the mean key K̄ of each head; one panel per layer, ' +
+      'one line per head; dashed: the isotropic baseline in d_head dimensions.',
+  }),
+  concat: new HiddenView(store, $('#views'), {
+    id: 'qk-concat', title: 'Q/K mean cosine per layer, heads concatenated', perBlock: true,
+    subtitle: 'cos(Q̄, K̄) with Q̄ and K̄ the per-head means concatenated over the heads of each layer ' +
+      '(Godey et al., Figure 23); dashed: the isotropic baseline in heads × d_head dimensions.',
+    panels: [{ key: 'qk_mean_cosine_concat', title: 'cos(Q̄, K̄), heads concatenated', yName: 'cosine' }],
+    maxColumns: 1,
   }),
   dot: new HeadGridView(store, $('#views'), {
     id: 'dot', metric: 'qk_mean_dot', yName: '⟨Q̄, K̄⟩',
@@ -33,9 +46,34 @@ const views = {
     title: 'Attention entropy per head',
     subtitle: 'The heads behind the layer means above: one panel per layer, one line per head.',
   }),
-  hidden: new HiddenView(store, $('#views')),
+  attention: new AttentionView(store, $('#views')),
+  hidden: new HiddenView(store, $('#views'), {
+    id: 'hidden', title: 'Hidden-state anisotropy and mean norm',
+    subtitle: 'Per hidden state: 0 is the embedding output, i the output of layer i−1; dashed: the ' +
+      'isotropic baseline in the hidden size.',
+    panels: [
+      { key: 'hidden_anisotropy', title: 'anisotropy (mean pairwise cosine)', yName: 'mean pairwise cosine' },
+      { key: 'hidden_mean_norm', title: 'mean norm  ‖mean h‖', yName: '‖mean h‖' },
+    ],
+  }),
+  correlation: new CorrelationView(store, $('#views')),
+  spectrum: new SpectrumView(store, $('#views')),
+  spectrumStats: new HiddenView(store, $('#views'), {
+    id: 'spectrum-stats', title: 'Spectrum shape and isotropy per hidden state',
+    subtitle: 'Skewness of the singular values, the share of the energy in the top 1 and 10 directions ' +
+      '(Yan et al.) and IsoScore (1: isotropic; centered, so blind to a common offset).',
+    panels: [
+      { key: 'hidden_sv_skewness', title: 'singular value skewness', yName: 'skewness' },
+      { key: 'hidden_ev_1', title: 'EV_1: energy in the top direction', yName: 'share' },
+      { key: 'hidden_ev_10', title: 'EV_10: energy in the top 10', yName: 'share' },
+      { key: 'hidden_isoscore', title: 'IsoScore', yName: 'IsoScore' },
+    ],
+    maxColumns: 2, panelHeight: 220,
+  }),
   heatmap: new HeatmapView(store, $('#views')),
   trajectory: new TrajectoryView(store, $('#views')),
+  tokenCloud: new TokenCloudView(store, $('#views')),
+  runs: new RunsView(store, $('#views')),
 };
 const jobs = new JobsView(store, $('#jobs'));
 

@@ -1,12 +1,14 @@
 // The dashboard's data: the chosen run and probe, every loaded metric series, the run's
-// jobs, and one polling round (poll) that extends them with since_step. Views subscribe
-// to events and read from here; nothing else calls the series endpoint.
+// jobs, the isotropic baselines of its dimensions, and one polling round (poll) that
+// extends them with since_step. Views subscribe to events and read from here; nothing
+// else calls the series endpoint (views comparing runs ask runSeries).
 //   'run'   the run or probe changed (caches were reset)
 //   'data'  series changed: {metrics, newSteps}
 //   'jobs'  the run's jobs changed
 //   'error' the set of current error messages changed
 
 import { api } from './api.js';
+import { baselineDimension, baselineReference } from './format.js';
 
 // One metric's points: key "layer:head" -> [{step, stepText, value}] in step order.
 class MetricSeries {
@@ -63,11 +65,20 @@ export class Store {
     this.lastPollAt = null;
     this.generation = 0;  // bumped on every run change; stale answers are dropped
     this.rewritten = new Set();  // "job:step" of steps a --force job has rewritten
+    this.baselines = {};  // scope ('head', 'hidden') -> {dimension, cosineP95} of the run
+    this.baselineCache = new Map();  // dimension -> promise of its answer
   }
 
   on(event, fn) {
     if (!this.listeners.has(event)) this.listeners.set(event, []);
     this.listeners.get(event).push(fn);
+  }
+
+  // For views that ask the server themselves: reset(run) then load() when the run or probe
+  // changes, load() again when new steps arrive.
+  follow(reset, load) {
+    this.on('run', (run) => { reset(run); load(); });
+    this.on('data', ({ newSteps }) => newSteps && load());
   }
 
   emit(event, detail) {
@@ -119,12 +130,51 @@ export class Store {
     this.metrics = new Map();
     this.jobs = [];
     this.rewritten = new Set();
+    this.baselines = {};
     this.emit('run', run);
     if (!run) return;
     // Jobs first: a step rewritten after this snapshot is then seen as new by poll().
     this.newlyRewritten(await this.refreshJobs());
+    await this.loadBaselines(run);
     await this.fetchMetrics([...this.wantedMetrics], false);
     this.lastPollAt = Date.now();
+  }
+
+  // The isotropic baseline (docs/metrics.md) in `dimension`: {dimension, cosineP95}, or
+  // undefined when the server could not say (asked again next time).
+  isotropicBaseline(dimension) {
+    if (!this.baselineCache.has(dimension)) {
+      const answer = this.guard('baseline', () => api.isotropicBaseline(dimension));
+      this.baselineCache.set(dimension, answer);
+      answer.then((a) => a || this.baselineCache.delete(dimension));
+    }
+    return this.baselineCache.get(dimension);
+  }
+
+  async loadBaselines(run) {
+    const generation = this.generation;
+    const [head, hidden] = await Promise.all(['head', 'hidden'].map(
+      (scope) => this.isotropicBaseline(baselineDimension(run, scope))));
+    if (generation === this.generation) this.baselines = { head, hidden };
+  }
+
+  // The dashed lines a view draws for `scope` ('head', 'hidden'; none for undefined):
+  // [{value, label}], empty while the baseline is not known.
+  baselineLines(scope) {
+    const b = this.baselines[scope];
+    return b ? [baselineReference(b)] : [];
+  }
+
+  // One metric of `run` (any stored run, not only the chosen one), for views comparing
+  // runs: a MetricSeries holding (layer, head), from the probe with the chosen probe's id,
+  // else the run's first. Rejects with the server's error.
+  async runSeries(run, metric, layer, head) {
+    const probes = (run.probes || []).map((p) => p.id);
+    const probe = probes.includes(this.probeId) ? this.probeId : probes[0];
+    const answer = await api.series({ run: run.name, probe_id: probe, metric, layer, head });
+    const series = new MetricSeries(metric);
+    series.merge(answer.points || []);
+    return series;
   }
 
   // Metrics the views need; a view adds its own before the run is selected, or calls

@@ -1,12 +1,13 @@
 // A per-head metric across steps as small multiples: ONE PANEL PER LAYER, one line per
-// head, the same colour for a head in every panel (Godey et al., Figures 13 and 14).
+// head, the same colour for a head in every panel (Godey et al., Figures 13 and 14); a
+// cosine gets the isotropic baseline in d_head dimensions as a dashed line in every panel.
 
 import { createCard } from '../card.js';
 import {
-  baseOption, createChart, headColor, panelLayout, stepAxis, valueAxis, MUTED,
+  addReferenceLines, baseOption, createChart, headColor, panelLayout, stepAxis, valueAxis, MUTED,
 } from '../charts.js';
 import { downloadCsv, downloadPng, fileName } from '../download.js';
-import { exactStep, exactValue, toCsv } from '../format.js';
+import { BASELINE_SCOPE, exactStep, exactValue, toCsv } from '../format.js';
 
 export class HeadGridView {
   constructor(store, parent, { id, metric, title, subtitle, yName }) {
@@ -24,6 +25,7 @@ export class HeadGridView {
     this.width = 0;
     this.panels = 0;
     this.seriesInfo = [];
+    this.references = [];
     store.wantedMetrics.add(metric);
     store.on('run', () => this.render());
     store.on('data', ({ metrics }) => metrics.includes(metric) && this.render());
@@ -86,6 +88,8 @@ export class HeadGridView {
         });
       }
     }
+    this.references = this.store.baselineLines(BASELINE_SCOPE[this.metric]);
+    addReferenceLines(option.series, layers, () => this.references);
     option.tooltip = {
       ...option.tooltip,
       trigger: 'axis',
@@ -96,7 +100,8 @@ export class HeadGridView {
     this.panels = layout.grids.length;
   }
 
-  tooltip(params) {
+  tooltip(all) {
+    const params = all.filter((p) => this.seriesInfo[p.seriesIndex]);
     if (!params.length) return '';
     const info = this.seriesInfo[params[0].seriesIndex];
     const rows = params.map((p) => {
@@ -123,6 +128,8 @@ export class HeadGridView {
 
   // For tests: what is drawn, without reading pixels.
   summary() {
-    return { panels: this.panels, series: this.seriesInfo.map((s) => ({ ...s })) };
+    return {
+      panels: this.panels, series: this.seriesInfo.map((s) => ({ ...s })), references: this.references,
+    };
   }
 }

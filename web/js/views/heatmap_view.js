@@ -1,12 +1,13 @@
 // A layer x head heatmap of any per-head metric at one step, with a step slider. The colour
 // scale spans the metric over all stored steps, so moving the slider compares like with
-// like; metrics that change sign get a diverging scale centred on 0.
+// like; metrics that change sign get a diverging scale centred on 0. For a cosine the
+// subtitle gives the isotropic baseline in d_head dimensions.
 
-import { createCard, createSelect } from '../card.js';
+import { createSelect, createStepSlider, createViewCard } from '../card.js';
 import { baseOption, createChart, MUTED, VIRIDIS_STOPS } from '../charts.js';
-import { downloadCsv, downloadPng, fileName } from '../download.js';
+import { fileName } from '../download.js';
 import {
-  exactStep, exactValue, metricLabel, PER_HEAD_METRICS, shortStep, shortValue, toCsv,
+  BASELINE_SCOPE, exactStep, exactValue, metricLabel, PER_HEAD_METRICS, shortStep, shortValue, toCsv,
 } from '../format.js';
 
 const DIVERGING = ['#2166ac', '#67a9cf', '#d1e5f0', '#f7f7f7', '#fddbc7', '#ef8a62', '#b2182b'];
@@ -15,14 +16,9 @@ export class HeatmapView {
   constructor(store, parent) {
     this.store = store;
     this.metric = 'qk_mean_cosine';
-    this.stepIndex = -1;  // -1: follow the latest step
     this.cells = [];
-    this.card = createCard(parent, {
-      id: 'heatmap',
-      title: 'Layer × head heatmap',
-      subtitle: 'One metric for every head at the chosen step.',
-      onPng: () => downloadPng(this.fileBase() + '.png', this.chart),
-      onCsv: () => downloadCsv(this.fileBase() + '.csv', this.csv()),
+    this.card = createViewCard(parent, this, {
+      id: 'heatmap', title: 'Layer × head heatmap', subtitle: 'One metric for every head at the chosen step.',
     });
     createSelect(this.card.controls, {
       label: 'metric', testid: 'heatmap-metric', value: this.metric,
@@ -32,22 +28,11 @@ export class HeatmapView {
         store.ensureMetric(m).then(() => this.render());
       },
     });
-    const slider = document.createElement('label');
-    slider.className = 'control slider';
-    slider.innerHTML = '<span>step</span><input type="range" min="0" max="0" value="0" ' +
-      'data-testid="heatmap-step"><output data-testid="heatmap-step-label"></output>';
-    this.card.controls.appendChild(slider);
-    this.slider = slider.querySelector('input');
-    this.stepLabel = slider.querySelector('output');
-    this.slider.addEventListener('input', () => {
-      const last = Number(this.slider.max);
-      this.stepIndex = Number(this.slider.value) === last ? -1 : Number(this.slider.value);
-      this.render();
-    });
+    this.slider = createStepSlider(this.card.controls, { testid: 'heatmap-step', onChange: () => this.render() });
     this.card.body.classList.add('chart', 'chart-heatmap');
     this.chart = createChart(this.card.body);
     store.wantedMetrics.add(this.metric);
-    store.on('run', () => { this.stepIndex = -1; this.render(); });
+    store.on('run', () => { this.slider.reset(); this.render(); });
     store.on('data', ({ metrics }) => metrics.includes(this.metric) && this.render());
   }
 
@@ -62,27 +47,22 @@ export class HeatmapView {
 
   currentStep() {
     const steps = this.steps();
-    if (!steps.length) return null;
-    return steps[this.stepIndex < 0 || this.stepIndex >= steps.length ? steps.length - 1 : this.stepIndex];
+    const index = this.slider.pick(steps.length);
+    return index < 0 ? null : steps[index];
   }
 
   render() {
     const run = this.store.run;
     const series = this.store.series(this.metric);
-    const steps = this.steps();
-    this.slider.max = String(Math.max(0, steps.length - 1));
-    this.slider.disabled = steps.length < 2;
+    this.slider.show(this.steps().map((x) => x.text));
     const step = this.currentStep();
     if (!run || !step) {
       this.card.setMessage(run ? `No ${this.metric} stored for this run and probe yet.` : 'Choose a run.');
       this.chart.clear();
       this.cells = [];
-      this.stepLabel.textContent = '';
       return;
     }
     this.card.setMessage('');
-    this.slider.value = String(this.stepIndex < 0 ? steps.length - 1 : this.stepIndex);
-    this.stepLabel.textContent = `${exactStep(step.text)}  (${Number(this.slider.value) + 1} of ${steps.length})`;
     const layers = run.numLayers;
     const heads = run.numHeads;
     let lo = Infinity;
@@ -138,8 +118,9 @@ export class HeatmapView {
         ` · step ${exactStep(p.data.cell.stepText)}<br>${this.metric} = ` +
         `<span class="num">${exactValue(p.data.cell.value)}</span></div>`,
     };
+    const [baseline] = this.store.baselineLines(BASELINE_SCOPE[this.metric]);
     this.card.setSubtitle(`${metricLabel(this.metric)} for every head at step ${shortStep(step.step)}; ` +
-      'the colour scale spans all stored steps.');
+      `the colour scale spans all stored steps.${baseline ? ` ${baseline.label}: ${shortValue(baseline.value)}.` : ''}`);
     this.chart.setOption(option, { notMerge: true });
   }
 
