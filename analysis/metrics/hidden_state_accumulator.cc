@@ -15,7 +15,7 @@ HiddenStateAccumulator::HiddenStateAccumulator(int64_t dim, const at::Device& de
   const at::TensorOptions options = at::TensorOptions().dtype(at::kDouble).device(device);
   sum_ = at::zeros({dim}, options);
   unit_sum_ = at::zeros({dim}, options);
-  gram_ = at::zeros({dim, dim}, options);
+  shifted_gram_ = at::zeros({dim, dim}, options);
   first_unit_sum_ = at::zeros({dim}, options);
   uniformity_sum_ = at::zeros({}, options);
   max_abs_ = at::zeros({}, options);
@@ -26,9 +26,18 @@ void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& val
                                  const std::vector<int64_t>& lengths, int64_t valid_count) {
   const at::Tensor x = hidden.to(at::kDouble) * valid.unsqueeze(-1);  // padded rows are 0
   const int64_t dim = x.size(-1);
-  const at::Tensor rows = x.reshape({-1, dim});
-  sum_ += rows.sum(0);
-  gram_.addmm_(rows.t(), rows);
+  const at::Tensor batch_sum = x.reshape({-1, dim}).sum(0);
+  if (!shift_.defined() && valid_count > 0) {
+    shift_ = (batch_sum / static_cast<double>(valid_count)).to(at::kFloat);
+  }
+  sum_ += batch_sum;
+  if (shift_.defined()) {
+    // x − s is exact in float32 for the components near the mean (Sterbenz); padded rows
+    // are 0 and add nothing.
+    const at::Tensor shifted =
+        ((hidden.to(at::kFloat) - shift_) * valid.to(at::kFloat).unsqueeze(-1)).reshape({-1, dim});
+    shifted_gram_ += at::mm(shifted.t(), shifted).to(at::kDouble);
+  }
   // A zero vector has no direction: it adds 0 to Σ x̂ but still counts in N.
   const at::Tensor units =
       x / at::linalg_vector_norm(x, 2, {-1}, /*keepdim=*/true).clamp_min(1e-300);
@@ -54,7 +63,9 @@ HiddenStateMetrics HiddenStateAccumulator::Finish(int index) const {
   const double count = static_cast<double>(count_);
   m.anisotropy = Scalar(MeanPairwiseCosine(unit_sum_, count_));
   m.mean_norm = Scalar(at::linalg_vector_norm(sum_ / count, 2));
-  const SpectralStatistics spectral = ComputeSpectralStatistics(gram_, sum_, count_);
+  const at::Tensor shift = shift_.to(at::kDouble);
+  const SpectralStatistics spectral =
+      ComputeSpectralStatistics(shifted_gram_, sum_ - count * shift, shift, count_);
   m.spectrum = spectral.spectrum;
   m.sv_skewness = spectral.sv_skewness;
   m.sv_median = spectral.sv_median;

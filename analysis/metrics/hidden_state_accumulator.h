@@ -1,7 +1,9 @@
 // HiddenStateAccumulator: every per-hidden-state statistic of METRICS.md, streamed over the
 // batches of a probe in float64 on the model's device: Σx and Σx̂ (mean, anisotropy), the
-// Gram matrix XᵀX (spectrum, IsoScore), per-sample Σx̂ (token uniformity), Σx̂ at position 0
-// (first-token uniformity), max |x| and Σ median |x|.
+// second moments Σ (x − s)(x − s)ᵀ about the first batch's mean s (spectrum, IsoScore;
+// each batch's product in float32, about s so that it holds the spread and not the mean,
+// summed in float64), per-sample Σx̂ (token uniformity), Σx̂ at position 0 (first-token
+// uniformity), max |x| and Σ median |x|.
 //
 // Holds O(d²) state, never a batch's activations past Add. Not thread-safe.
 #pragma once
@@ -30,7 +32,8 @@ class HiddenStateAccumulator {
  private:
   at::Tensor sum_;             // [D] Σ x
   at::Tensor unit_sum_;        // [D] Σ x̂
-  at::Tensor gram_;            // [D, D] Σ x xᵀ
+  at::Tensor shift_;           // [D] float32 s: the first batch's mean; undefined before
+  at::Tensor shifted_gram_;    // [D, D] Σ (x − s)(x − s)ᵀ
   at::Tensor first_unit_sum_;  // [D] Σ x̂ over position 0 of every sample
   at::Tensor uniformity_sum_;  // 0-dim: Σ u_s over samples with n_s >= 2
   at::Tensor max_abs_;         // 0-dim

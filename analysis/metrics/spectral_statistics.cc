@@ -66,12 +66,19 @@ double IsoScore(const std::vector<double>& lambda) {
   return (k * k - d) / (d * (d - 1));
 }
 
-SpectralStatistics ComputeSpectralStatistics(const at::Tensor& gram, const at::Tensor& sum,
+SpectralStatistics ComputeSpectralStatistics(const at::Tensor& shifted_gram,
+                                             const at::Tensor& shifted_sum, const at::Tensor& shift,
                                              int64_t count) {
   SpectralStatistics result;
   if (count == 0) return result;
-  const at::Tensor gram_cpu = gram.to(at::kCPU, at::kDouble);
-  const std::vector<double> eigenvalues = DescendingEigenvalues(gram_cpu);
+  const double n = static_cast<double>(count);
+  const at::Tensor moments = shifted_gram.to(at::kCPU, at::kDouble);
+  const at::Tensor y = shifted_sum.to(at::kCPU, at::kDouble);
+  const at::Tensor s = shift.to(at::kCPU, at::kDouble);
+  // XᵀX = Σ (y + s)(y + s)ᵀ with y = x − s.
+  const at::Tensor cross = at::outer(y, s);
+  const at::Tensor gram = moments + cross + cross.t() + n * at::outer(s, s);
+  const std::vector<double> eigenvalues = DescendingEigenvalues(gram);
   const size_t rank = std::min(eigenvalues.size(), static_cast<size_t>(count));
   const std::vector<double> squared(eigenvalues.begin(), eigenvalues.begin() + rank);
   std::vector<double> sigma(rank);
@@ -83,8 +90,7 @@ SpectralStatistics ComputeSpectralStatistics(const at::Tensor& gram, const at::T
   result.sv_median = Median(result.spectrum);
   result.ev_1 = ExplainedVariance(squared, 1);
   result.ev_10 = ExplainedVariance(squared, 10);
-  const at::Tensor mean = sum.to(at::kCPU, at::kDouble) / static_cast<double>(count);
-  const at::Tensor covariance = gram_cpu - static_cast<double>(count) * at::outer(mean, mean);
+  const at::Tensor covariance = moments - at::outer(y, y) / n;  // N times the covariance
   result.isoscore = IsoScore(DescendingEigenvalues(covariance));
   return result;
 }

@@ -1,7 +1,9 @@
 // The spectral statistics of one hidden state (METRICS.md "Second wave"), from the
-// streamed d x d Gram matrix XᵀX of its N valid vectors and their sum: singular values of
-// X (σ_i² are the eigenvalues of XᵀX), skewness, median, explained variance and IsoScore
-// (from the centered covariance XᵀX − N x̄ x̄ᵀ). Pure functions; thread-safe.
+// streamed second moments of its N valid vectors about a shift s: singular values of X
+// (σ_i² are the eigenvalues of XᵀX), skewness, median, explained variance and IsoScore
+// (from the centered covariance). Moments about a shift near the mean keep the covariance
+// accurate when the mean dwarfs the spread (anisotropic states), and let the streamed
+// products be float32. Pure functions; thread-safe.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,8 +22,10 @@ struct SpectralStatistics {
   double isoscore = 0;  // Rudman et al. 2022
 };
 
-// gram [d, d] and sum [d]: float64, any device; count: N. All zeros for N = 0.
-SpectralStatistics ComputeSpectralStatistics(const at::Tensor& gram, const at::Tensor& sum,
+// shifted_gram [d, d] = Σ (x − s)(x − s)ᵀ, shifted_sum [d] = Σ (x − s), shift [d] = s:
+// float64, any device; count: N. All zeros for N = 0.
+SpectralStatistics ComputeSpectralStatistics(const at::Tensor& shifted_gram,
+                                             const at::Tensor& shifted_sum, const at::Tensor& shift,
                                              int64_t count);
 
 // IsoScore of the eigenvalues `lambda` (>= 0) of a d x d covariance.
