@@ -279,7 +279,8 @@ std::vector<Command> JobCommands() {
   submit.synopsis =
       "--run NAME (--checkpoints DIR | --checkpoint STEP=PATH ...)\n"
       "(--probe-tokens F | --probe-text F [--probe-mode windows|lines])\n"
-      "[--samples N] [--seq-len L] [--force] [--wait] [--follow [--until-step N]]";
+      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--wait]\n"
+      "[--follow [--until-step N]]";
   submit.summary = "analyze a run's checkpoints with a probe (queues a job)";
   submit.flags = {
       StringFlag("run", "NAME", "the run the steps belong to"),
@@ -314,7 +315,7 @@ std::vector<Command> JobCommands() {
   follow.name = "follow";
   follow.synopsis =
       "--run NAME --checkpoints DIR (--probe-tokens F | --probe-text F [--probe-mode M])\n"
-      "[--samples N] [--seq-len L] [--force] [--until-step N]";
+      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--until-step N]";
   follow.summary = "analyze a run while it trains: each new checkpoint once it is whole";
   for (const FlagSpec& flag : submit.flags) {
     if (flag.name != "checkpoint" && flag.name != "wait" && flag.name != "follow") {
