@@ -1,30 +1,12 @@
 #include "client/analysis_commands.h"
 
 #include "absl/strings/str_cat.h"
-#include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "client/analysis_formatters.h"
 #include "client/formatters.h"
-#include "client/query_flags.h"
+#include "client/query_support.h"
 
 namespace anisoscope::client {
 namespace {
-
-// Calls QueryService's `method`: kExitOk with `response` filled, or the error's exit code
-// after printing it.
-template <typename Request, typename Response>
-int CallQueryService(const CommandContext& context,
-                     grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*,
-                                                                    const Request&, Response*),
-                     const Request& request, Response* response) {
-  auto channel = context.Connect();
-  if (!channel.ok()) return context.Error(channel.status().message());
-  grpc::ClientContext rpc;
-  context.Prepare(&rpc);
-  const std::unique_ptr<v1::QueryService::Stub> stub = v1::QueryService::NewStub(*channel);
-  grpc::Status status = (stub.get()->*method)(&rpc, request, response);
-  if (!status.ok()) return context.RpcError(status);
-  return kExitOk;
-}
 
 // `table` in the --format the arguments name (`fallback` when none).
 std::string Formatted(const ParsedArgs& args, const NumberTable& table, const char* fallback) {
@@ -32,17 +14,6 @@ std::string Formatted(const ParsedArgs& args, const NumberTable& table, const ch
   if (format == "csv") return NumberTableCsv(table);
   if (format == "json") return NumberTableJson(table);
   return NumberTableText(table);
-}
-
-// The first of `required` that `args` lacks, as a usage error; kExitOk when none is missing.
-int RequireFlags(const ParsedArgs& args, const CommandContext& context, const char* command,
-                 std::initializer_list<const char*> required) {
-  for (const char* flag : required) {
-    if (!args.Has(flag)) {
-      return context.UsageError(absl::StrCat(command, ": --", flag, " is required"));
-    }
-  }
-  return kExitOk;
 }
 
 int RunTokenCloud(const ParsedArgs& args, const CommandContext& context) {

@@ -3,30 +3,25 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/metrics/checkpoint_metrics.h"
-#include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "client/formatters.h"
 #include "client/job_formatters.h"
-#include "client/query_flags.h"
+#include "client/query_support.h"
 
 namespace anisoscope::client {
 namespace {
 
 int RunRuns(const ParsedArgs&, const CommandContext& context) {
-  auto channel = context.Connect();
-  if (!channel.ok()) return context.Error(channel.status().message());
-  grpc::ClientContext rpc;
-  context.Prepare(&rpc);
   v1::ListRunsResponse response;
-  grpc::Status status =
-      v1::QueryService::NewStub(*channel)->ListRuns(&rpc, v1::ListRunsRequest(), &response);
-  if (!status.ok()) return context.RpcError(status);
+  if (int code = CallQueryService(context, &v1::QueryService::Stub::ListRuns, v1::ListRunsRequest(),
+                                  &response)) {
+    return code;
+  }
   context.out() << RunsTable({response.runs().begin(), response.runs().end()});
   return kExitOk;
 }
 
 int RunQuery(const ParsedArgs& args, const CommandContext& context) {
-  if (!args.Has("run")) return context.UsageError("query: --run is required");
-  if (!args.Has("metric")) return context.UsageError("query: --metric is required");
+  if (int code = RequireFlags(args, context, "query", {"run", "metric"})) return code;
   v1::QuerySeriesRequest request;
   request.set_run(args.GetString("run"));
   request.set_metric(args.GetString("metric"));
@@ -36,13 +31,11 @@ int RunQuery(const ParsedArgs& args, const CommandContext& context) {
   if (!SetStepRange(args, context, &request)) return kExitUsage;
   if (args.Has("since-step")) request.set_since_step(args.GetInt("since-step"));
   request.set_max_points(static_cast<int32_t>(args.GetInt("max-points", 0)));
-  auto channel = context.Connect();
-  if (!channel.ok()) return context.Error(channel.status().message());
-  grpc::ClientContext rpc;
-  context.Prepare(&rpc);
   v1::QuerySeriesResponse response;
-  grpc::Status status = v1::QueryService::NewStub(*channel)->QuerySeries(&rpc, request, &response);
-  if (!status.ok()) return context.RpcError(status);
+  if (int code =
+          CallQueryService(context, &v1::QueryService::Stub::QuerySeries, request, &response)) {
+    return code;
+  }
   if (response.metric().empty()) response.set_metric(request.metric());
   const std::string format = args.GetString("format", "table");
   if (format == "csv") {
@@ -71,11 +64,7 @@ std::vector<const char*> WhereFlagsOf(const std::string& kind) {
 }
 
 int RunVectors(const ParsedArgs& args, const CommandContext& context) {
-  for (const char* required : {"run", "kind"}) {
-    if (!args.Has(required)) {
-      return context.UsageError(absl::StrCat("vectors: --", required, " is required"));
-    }
-  }
+  if (int code = RequireFlags(args, context, "vectors", {"run", "kind"})) return code;
   const std::string kind = args.GetString("kind");
   for (const char* required : WhereFlagsOf(kind)) {
     if (!args.Has(required)) {
@@ -90,37 +79,28 @@ int RunVectors(const ParsedArgs& args, const CommandContext& context) {
   request.set_layer(static_cast<int32_t>(args.GetInt("layer", 0)));
   request.set_head(static_cast<int32_t>(args.GetInt("head", 0)));
   if (!SetStepRange(args, context, &request)) return kExitUsage;
-  auto channel = context.Connect();
-  if (!channel.ok()) return context.Error(channel.status().message());
-  grpc::ClientContext rpc;
-  context.Prepare(&rpc);
   v1::QueryVectorsResponse response;
-  grpc::Status status = v1::QueryService::NewStub(*channel)->QueryVectors(&rpc, request, &response);
-  if (!status.ok()) return context.RpcError(status);
+  if (int code =
+          CallQueryService(context, &v1::QueryService::Stub::QueryVectors, request, &response)) {
+    return code;
+  }
   context.out() << (args.GetString("format", "json") == "csv" ? VectorsCsv(response)
                                                               : VectorsJson(response));
   return kExitOk;
 }
 
 int RunTrajectory(const ParsedArgs& args, const CommandContext& context) {
-  for (const char* required : {"run", "layer", "head"}) {
-    if (!args.Has(required)) {
-      return context.UsageError(absl::StrCat("trajectory: --", required, " is required"));
-    }
-  }
+  if (int code = RequireFlags(args, context, "trajectory", {"run", "layer", "head"})) return code;
   v1::QueryTrajectoryRequest request;
   request.set_run(args.GetString("run"));
   request.set_probe_id(args.GetString("probe"));
   request.set_layer(static_cast<int32_t>(args.GetInt("layer")));
   request.set_head(static_cast<int32_t>(args.GetInt("head")));
-  auto channel = context.Connect();
-  if (!channel.ok()) return context.Error(channel.status().message());
-  grpc::ClientContext rpc;
-  context.Prepare(&rpc);
   v1::QueryTrajectoryResponse response;
-  grpc::Status status =
-      v1::QueryService::NewStub(*channel)->QueryTrajectory(&rpc, request, &response);
-  if (!status.ok()) return context.RpcError(status);
+  if (int code =
+          CallQueryService(context, &v1::QueryService::Stub::QueryTrajectory, request, &response)) {
+    return code;
+  }
   const std::string format = args.GetString("format", "table");
   if (format == "csv") {
     context.out() << TrajectoryCsv(response);

@@ -40,21 +40,15 @@ struct ConcatenatedMeans {
 absl::Status AppendHeadMeans(storage::MetricsStore& store, const storage::SeriesQuery& query,
                              int layer, int head, std::string* probe_id,
                              std::map<int64_t, ConcatenatedMeans>* by_step) {
-  ASSIGN_OR_RETURN(const storage::VectorResult q,
-                   ReadHeadVectors(store, query.ns, query.run, query.probe_id, "q_mean", layer,
-                                   head, query.from_step, query.to_step));
-  ASSIGN_OR_RETURN(const storage::VectorResult k,
-                   ReadHeadVectors(store, query.ns, query.run, query.probe_id, "k_mean", layer,
-                                   head, query.from_step, query.to_step));
-  *probe_id = q.probe_id;
-  std::map<int64_t, const std::vector<double>*> k_by_step;
-  for (const storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;
-  for (const storage::VectorPoint& point : q.points) {
-    auto k_values = k_by_step.find(point.step);
-    ConcatenatedMeans& means = (*by_step)[point.step];
-    if (k_values == k_by_step.end() || means.heads != head) continue;  // a head missing
-    means.q.insert(means.q.end(), point.values.begin(), point.values.end());
-    means.k.insert(means.k.end(), k_values->second->begin(), k_values->second->end());
+  ASSIGN_OR_RETURN(const QkVectorSeries head_means,
+                   ReadHeadQkVectors(store, query.ns, query.run, query.probe_id, "q_mean", "k_mean",
+                                     layer, head, query.from_step, query.to_step));
+  *probe_id = head_means.probe_id;
+  for (const QkVectors& step : head_means.steps) {
+    ConcatenatedMeans& means = (*by_step)[step.step];
+    if (means.heads != head) continue;  // an earlier head lacks this step
+    means.q.insert(means.q.end(), step.q.begin(), step.q.end());
+    means.k.insert(means.k.end(), step.k.begin(), step.k.end());
     ++means.heads;
   }
   return absl::OkStatus();
@@ -66,40 +60,21 @@ absl::StatusOr<std::string> ParseBasis(const std::string& basis) {
   return absl::InvalidArgumentError(absl::StrCat("basis must be union, q or k; got '", basis, "'"));
 }
 
-// The token samples of one step: M rows of d_h values, Q's and K's.
-struct StepSamples {
-  int64_t step = 0;
-  const std::vector<double>* q = nullptr;
-  const std::vector<double>* k = nullptr;
-};
-
-// The steps with both samples, ascending; FAILED_PRECONDITION unless every one holds the
-// same M x head_dim values.
-absl::StatusOr<std::vector<StepSamples>> PairSamples(const storage::VectorResult& q,
-                                                     const storage::VectorResult& k, int head_dim,
-                                                     int64_t* samples) {
-  std::map<int64_t, const std::vector<double>*> k_by_step;
-  for (const storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;
-  std::vector<StepSamples> steps;
-  for (const storage::VectorPoint& point : q.points) {
-    auto it = k_by_step.find(point.step);
-    if (it == k_by_step.end()) continue;
-    const size_t size = point.values.size();
-    if (size % head_dim != 0 || it->second->size() != size ||
-        (!steps.empty() && steps.front().q->size() != size)) {
+// M, the samples of every step (M x head_dim values each of Q and K); FAILED_PRECONDITION
+// unless every step holds the same number.
+absl::StatusOr<int64_t> SamplesPerStep(const std::vector<QkVectors>& steps, int head_dim) {
+  for (const QkVectors& step : steps) {
+    const size_t size = step.q.size();
+    if (size % head_dim != 0 || step.k.size() != size || steps.front().q.size() != size) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "step ", point.step, " stores ", size, " q_sample and ", it->second->size(),
-          " k_sample values",
-          steps.empty() ? ""
-                        : absl::StrCat(", step ", steps.front().step, " ", steps.front().q->size()),
-          " (head_dim ", head_dim,
-          "): its job kept a different number of token samples, so "
-          "the clouds are not of the same tokens"));
+          "step ", step.step, " stores ", size, " q_sample and ", step.k.size(),
+          " k_sample values, step ", steps.front().step, " ", steps.front().q.size(), " (head_dim ",
+          head_dim,
+          "): its job kept a different number of token samples, so the clouds are not of the "
+          "same tokens"));
     }
-    steps.push_back({point.step, &point.values, it->second});
   }
-  if (!steps.empty()) *samples = static_cast<int64_t>(steps.front().q->size()) / head_dim;
-  return steps;
+  return steps.empty() ? 0 : static_cast<int64_t>(steps.front().q.size()) / head_dim;
 }
 
 }  // namespace
@@ -137,24 +112,20 @@ absl::StatusOr<pb::QueryTokenCloudResponse> QueryTokenCloud(
       "run '", request.run(), "' has no token samples (q_sample, k_sample) for layer ",
       request.layer(), " head ", request.head(),
       ": its jobs kept none (--token-samples 0) or ran before anisoscope stored them"));
-  absl::StatusOr<storage::VectorResult> q = ReadHeadVectors(
-      store, ns, request.run(), request.probe_id(), "q_sample", request.layer(), request.head());
-  absl::StatusOr<storage::VectorResult> k = ReadHeadVectors(
-      store, ns, request.run(), request.probe_id(), "k_sample", request.layer(), request.head());
-  for (const auto* read : {&q, &k}) {
-    if (absl::IsInvalidArgument(read->status())) return none;  // the run has no such kind
-    RETURN_IF_ERROR(read->status());
-  }
-  const size_t d = static_cast<size_t>(run.head_dim);
-  int64_t samples = 0;
-  ASSIGN_OR_RETURN(const std::vector<StepSamples> steps,
-                   PairSamples(*q, *k, run.head_dim, &samples));
+  absl::StatusOr<QkVectorSeries> read =
+      ReadHeadQkVectors(store, ns, request.run(), request.probe_id(), "q_sample", "k_sample",
+                        request.layer(), request.head());
+  if (absl::IsInvalidArgument(read.status())) return none;  // the run has no such kind
+  RETURN_IF_ERROR(read.status());
+  const std::vector<QkVectors>& steps = read->steps;
   if (steps.empty()) return none;
+  const size_t d = static_cast<size_t>(run.head_dim);
+  ASSIGN_OR_RETURN(const int64_t samples, SamplesPerStep(steps, run.head_dim));
   std::vector<std::vector<double>> rows;
   for (const bool is_q : {true, false}) {
     if (basis != "union" && basis != (is_q ? "q" : "k")) continue;
-    for (const StepSamples& step : steps) {
-      const std::vector<double>& values = is_q ? *step.q : *step.k;
+    for (const QkVectors& step : steps) {
+      const std::vector<double>& values = is_q ? step.q : step.k;
       for (int64_t j = 0; j < samples; ++j) {
         rows.emplace_back(values.begin() + j * d, values.begin() + (j + 1) * d);
       }
@@ -163,15 +134,15 @@ absl::StatusOr<pb::QueryTokenCloudResponse> QueryTokenCloud(
   ASSIGN_OR_RETURN(const TopTwoProjection projection, ProjectOnTopTwo(rows));
 
   pb::QueryTokenCloudResponse response;
-  response.set_probe_id(q->probe_id);
+  response.set_probe_id(read->probe_id);
   response.set_basis(basis);
   response.set_token_samples(static_cast<int32_t>(samples));
-  for (const StepSamples& step : steps) {
+  for (const QkVectors& step : steps) {
     pb::TokenCloudStep* cloud = response.add_steps();
     cloud->set_step(step.step);
     for (int64_t j = 0; j < samples; ++j) {
-      const double* q_row = step.q->data() + j * d;
-      const double* k_row = step.k->data() + j * d;
+      const double* q_row = step.q.data() + j * d;
+      const double* k_row = step.k.data() + j * d;
       cloud->add_q_x(Dot(q_row, projection.basis[0].data(), d));
       cloud->add_q_y(Dot(q_row, projection.basis[1].data(), d));
       cloud->add_k_x(Dot(k_row, projection.basis[0].data(), d));

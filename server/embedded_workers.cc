@@ -20,8 +20,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> EmbeddedWorkers::Start(
     options.info.set_name(absl::StrCat("embedded-", i));
     options.info.set_device(device);
     options.metadata = {{kEmbeddedWorkerKey, key}};
-    workers->loops_.push_back(std::make_unique<worker::WorkerLoop>(
-        options, workers->stub_.get(), &workers->factory_, policy));
+    workers->loops_.push_back(std::make_unique<worker::WorkerLoop>(options, workers->stub_.get(),
+                                                                   &workers->factory_, policy));
   }
   for (auto& loop : workers->loops_) {
     workers->threads_.emplace_back([loop = loop.get()] { loop->Run(); });

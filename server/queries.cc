@@ -1,7 +1,6 @@
 #include "server/queries.h"
 
 #include <algorithm>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -132,24 +131,16 @@ absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
   RETURN_IF_ERROR(
       ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false)
           .status());
-  ASSIGN_OR_RETURN(const storage::VectorResult q,
-                   ReadHeadVectors(store, ns, request.run(), request.probe_id(), "q_mean",
-                                   request.layer(), request.head()));
-  ASSIGN_OR_RETURN(const storage::VectorResult k,
-                   ReadHeadVectors(store, ns, request.run(), request.probe_id(), "k_mean",
-                                   request.layer(), request.head()));
-  // Steps with both vectors, ascending (the writer stores them together).
-  std::map<int64_t, const std::vector<double>*> k_by_step;
-  for (const storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;
+  ASSIGN_OR_RETURN(QkVectorSeries means,
+                   ReadHeadQkVectors(store, ns, request.run(), request.probe_id(), "q_mean",
+                                     "k_mean", request.layer(), request.head()));
   std::vector<int64_t> steps;
   std::vector<std::vector<double>> rows;  // Q̄ rows, then K̄ rows
   std::vector<std::vector<double>> k_rows;
-  for (const storage::VectorPoint& point : q.points) {
-    auto it = k_by_step.find(point.step);
-    if (it == k_by_step.end()) continue;
-    steps.push_back(point.step);
-    rows.push_back(point.values);
-    k_rows.push_back(*it->second);
+  for (QkVectors& step : means.steps) {
+    steps.push_back(step.step);
+    rows.push_back(std::move(step.q));
+    k_rows.push_back(std::move(step.k));
   }
   if (steps.empty()) {
     return absl::NotFoundError(absl::StrCat("run '", request.run(), "' has no q_mean/k_mean ",
@@ -165,7 +156,7 @@ absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
                                      request.head(), ": ", projection.status().message()));
   }
   pb::QueryTrajectoryResponse response;
-  response.set_probe_id(q.probe_id);
+  response.set_probe_id(means.probe_id);
   for (size_t i = 0; i < num_steps; ++i) {
     pb::TrajectoryPoint* point = response.add_points();
     point->set_step(steps[i]);

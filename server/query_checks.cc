@@ -1,5 +1,8 @@
 #include "server/query_checks.h"
 
+#include <map>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -40,20 +43,32 @@ absl::StatusOr<storage::RunInfo> ValidateAgainstRun(storage::MetricsStore& store
   return info;
 }
 
-absl::StatusOr<storage::VectorResult> ReadHeadVectors(
+absl::StatusOr<QkVectorSeries> ReadHeadQkVectors(
     storage::MetricsStore& store, const std::string& ns, const std::string& run,
-    const std::string& probe_id, const std::string& kind, int32_t layer, int32_t head,
-    std::optional<int64_t> from_step, std::optional<int64_t> to_step) {
+    const std::string& probe_id, const std::string& q_kind, const std::string& k_kind,
+    int32_t layer, int32_t head, std::optional<int64_t> from_step, std::optional<int64_t> to_step) {
   storage::VectorQuery query;
   query.ns = ns;
   query.run = run;
   query.probe_id = probe_id;
-  query.kind = kind;
   query.layer = layer;
   query.head = head;
   query.from_step = from_step;
   query.to_step = to_step;
-  return store.QueryVectors(query);
+  query.kind = q_kind;
+  ASSIGN_OR_RETURN(storage::VectorResult q, store.QueryVectors(query));
+  query.kind = k_kind;
+  ASSIGN_OR_RETURN(storage::VectorResult k, store.QueryVectors(query));
+  std::map<int64_t, std::vector<double>*> k_by_step;
+  for (storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;
+  QkVectorSeries series;
+  series.probe_id = q.probe_id;
+  for (storage::VectorPoint& point : q.points) {
+    auto it = k_by_step.find(point.step);
+    if (it == k_by_step.end()) continue;
+    series.steps.push_back({point.step, std::move(point.values), std::move(*it->second)});
+  }
+  return series;
 }
 
 }  // namespace anisoscope::server::queries

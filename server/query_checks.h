@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,10 +25,24 @@ absl::StatusOr<storage::RunInfo> ValidateAgainstRun(storage::MetricsStore& store
                                                     std::optional<int32_t> head,
                                                     bool per_hidden_state);
 
-// One head's stored vectors of `kind` at every step in [from_step, to_step].
-absl::StatusOr<storage::VectorResult> ReadHeadVectors(
+// One head's stored Q and K vectors of one sort (q_mean and k_mean, q_sample and k_sample)
+// at one step.
+struct QkVectors {
+  int64_t step = 0;
+  std::vector<double> q;
+  std::vector<double> k;
+};
+struct QkVectorSeries {
+  std::string probe_id;
+  std::vector<QkVectors> steps;  // ascending; only the steps that store both
+};
+
+// Kinds `q_kind` and `k_kind` of one head at every step in [from_step, to_step] that has
+// both; the store's errors (INVALID_ARGUMENT for a kind the run does not have).
+absl::StatusOr<QkVectorSeries> ReadHeadQkVectors(
     storage::MetricsStore& store, const std::string& ns, const std::string& run,
-    const std::string& probe_id, const std::string& kind, int32_t layer, int32_t head,
-    std::optional<int64_t> from_step = std::nullopt, std::optional<int64_t> to_step = std::nullopt);
+    const std::string& probe_id, const std::string& q_kind, const std::string& k_kind,
+    int32_t layer, int32_t head, std::optional<int64_t> from_step = std::nullopt,
+    std::optional<int64_t> to_step = std::nullopt);
 
 }  // namespace anisoscope::server::queries
