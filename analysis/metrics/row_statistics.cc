@@ -6,17 +6,10 @@
 #include <limits>
 #include <numeric>
 
+#include "analysis/metrics/float_selection.h"
+
 namespace anisoscope::analysis {
 namespace {
-
-// numpy.median of values[0 … n), reordering them.
-double MedianInPlace(float* values, int64_t n) {
-  const int64_t k = (n - 1) / 2;
-  std::nth_element(values, values + k, values + n);
-  const double lower = values[k];
-  if (n % 2 == 1) return lower;
-  return 0.5 * (lower + *std::min_element(values + k + 1, values + n));
-}
 
 at::Tensor LengthsOn(const std::vector<int64_t>& lengths, const at::Device& device) {
   return at::tensor(lengths, at::TensorOptions().dtype(at::kLong)).to(device);
@@ -37,19 +30,18 @@ at::Tensor AttentionRowSumsOnCpu(const at::Tensor& probs, const std::vector<int6
   const float* data = p.data_ptr<float>();
   std::vector<double> sums(static_cast<size_t>(batch * heads * kNumAttentionStats), 0.0);
   at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(static_cast<size_t>(length));
+    std::vector<uint32_t> scratch;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t valid = lengths[static_cast<size_t>(bh / heads)];
       double* out = &sums[static_cast<size_t>(bh * kNumAttentionStats)];
       for (int64_t i = 0; i < valid; ++i) {
         const float* probs_row = data + (bh * length + i) * length;
         const int64_t seen = causal ? std::min(i + 1, valid) : valid;
-        const auto [low, high] = std::minmax_element(probs_row, probs_row + seen);
-        out[kMaxProb] += *high;
-        out[kMinProb] += *low;
+        const RowSummary row = SummarizeRow(probs_row, seen, scratch);
+        out[kMaxProb] += row.max;
+        out[kMinProb] += row.min;
+        out[kMedianProb] += row.median;
         out[kFirstTokenMass] += probs_row[0];
-        std::copy(probs_row, probs_row + seen, row.begin());
-        out[kMedianProb] += MedianInPlace(row.data(), seen);
       }
     }
   });
@@ -70,12 +62,10 @@ at::Tensor MedianAbsSumOnCpu(const at::Tensor& hidden, const std::vector<int64_t
   const float* data = x.data_ptr<float>();
   std::vector<double> medians(static_cast<size_t>(batch * length), 0.0);
   at::parallel_for(0, batch * length, 16, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(static_cast<size_t>(dim));
+    std::vector<uint32_t> scratch;
     for (int64_t bt = begin; bt < end; ++bt) {
       if (bt % length >= lengths[static_cast<size_t>(bt / length)]) continue;
-      const float* values = data + bt * dim;
-      std::transform(values, values + dim, row.begin(), [](float v) { return std::abs(v); });
-      medians[static_cast<size_t>(bt)] = MedianInPlace(row.data(), dim);
+      medians[static_cast<size_t>(bt)] = SummarizeAbsRow(data + bt * dim, dim, scratch).median;
     }
   });
   return at::scalar_tensor(std::accumulate(medians.begin(), medians.end(), 0.0),

@@ -3,8 +3,8 @@
 // hidden vector the median of its absolute components. Medians are numpy's (the mean of the
 // two middle values for an even count).
 //
-// On the CPU one pass per row (a partial selection, no sort); elsewhere (CUDA) the same
-// statistics from sorted tensors. Both return float64 sums on the input's device. Thread-safe.
+// On the CPU one pass per row (a radix selection, float_selection.h, no sort); elsewhere (CUDA) the
+// same statistics from sorted tensors. Both return float64 sums on the input's device. Thread-safe.
 #pragma once
 
 #include <ATen/ATen.h>

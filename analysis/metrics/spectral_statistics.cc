@@ -49,21 +49,14 @@ double ExplainedVariance(const std::vector<double>& squared, size_t k) {
 
 }  // namespace
 
-double IsoScore(const std::vector<double>& lambda) {
-  const double d = static_cast<double>(lambda.size());
-  if (d < 2) return 0.0;
-  double norm = 0;
-  for (double value : lambda) norm += value * value;
-  norm = std::sqrt(norm);
-  if (norm == 0) return 0.0;
-  double defect = 0;  // ‖λ̂ − 1‖² with λ̂ = √d λ / ‖λ‖
-  for (double value : lambda) {
-    const double normalized = std::sqrt(d) * value / norm;
-    defect += (normalized - 1) * (normalized - 1);
-  }
-  const double delta_squared = defect / (2 * (d - std::sqrt(d)));
-  const double k = d - delta_squared * (d - std::sqrt(d));
-  return (k * k - d) / (d * (d - 1));
+double IsoScore(const at::Tensor& covariance) {
+  const double d = static_cast<double>(covariance.size(0));
+  const double frobenius_squared = covariance.pow(2).sum().item<double>();
+  if (d < 2 || frobenius_squared == 0) return 0.0;
+  // With λ̂ = √d λ / ‖λ‖: ‖λ̂ − 1‖² = 2d − 2√d Σλ / ‖λ‖, so d − δ²(d − √d) = √d Σλ / ‖λ‖,
+  // and Σλ = tr C, ‖λ‖² = ‖C‖_F²: the score needs no eigenvalues.
+  const double trace = covariance.trace().item<double>();
+  return (trace * trace / frobenius_squared - 1) / (d - 1);
 }
 
 SpectralStatistics ComputeSpectralStatistics(const at::Tensor& shifted_gram,
@@ -91,7 +84,7 @@ SpectralStatistics ComputeSpectralStatistics(const at::Tensor& shifted_gram,
   result.ev_1 = ExplainedVariance(squared, 1);
   result.ev_10 = ExplainedVariance(squared, 10);
   const at::Tensor covariance = moments - at::outer(y, y) / n;  // N times the covariance
-  result.isoscore = IsoScore(DescendingEigenvalues(covariance));
+  result.isoscore = IsoScore(covariance);
   return result;
 }
 

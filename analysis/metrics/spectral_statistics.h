@@ -1,9 +1,9 @@
 // The spectral statistics of one hidden state (METRICS.md "Second wave"), from the
 // streamed second moments of its N valid vectors about a shift s: singular values of X
 // (σ_i² are the eigenvalues of XᵀX), skewness, median, explained variance and IsoScore
-// (from the centered covariance). Moments about a shift near the mean keep the covariance
-// accurate when the mean dwarfs the spread (anisotropic states), and let the streamed
-// products be float32. Pure functions; thread-safe.
+// (from the centered covariance's trace and Frobenius norm). Moments about a shift near the mean
+// keep the covariance accurate when the mean dwarfs the spread (anisotropic states), and let the
+// streamed products be float32. Pure functions; thread-safe.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -28,7 +28,9 @@ SpectralStatistics ComputeSpectralStatistics(const at::Tensor& shifted_gram,
                                              const at::Tensor& shifted_sum, const at::Tensor& shift,
                                              int64_t count);
 
-// IsoScore of the eigenvalues `lambda` (>= 0) of a d x d covariance.
-double IsoScore(const std::vector<double>& lambda);
+// IsoScore of a d x d covariance C (float64, CPU): ((tr C)² / ‖C‖_F² − 1) / (d − 1), which
+// is METRICS.md's formula in its eigenvalues λ (Σλ = tr C, Σλ² = ‖C‖_F²) without solving
+// for them.
+double IsoScore(const at::Tensor& covariance);
 
 }  // namespace anisoscope::analysis
