@@ -27,16 +27,14 @@ void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& val
   const at::Tensor x = hidden.to(at::kDouble) * valid.unsqueeze(-1);  // padded rows are 0
   const int64_t dim = x.size(-1);
   const at::Tensor batch_sum = x.reshape({-1, dim}).sum(0);
-  if (!shift_.defined() && valid_count > 0) {
-    shift_ = (batch_sum / static_cast<double>(valid_count)).to(at::kFloat);
-  }
+  if (!shift_.defined() && valid_count > 0) shift_ = batch_sum / static_cast<double>(valid_count);
   sum_ += batch_sum;
   if (shift_.defined()) {
-    // x − s is exact in float32 for the components near the mean (Sterbenz); padded rows
-    // are 0 and add nothing.
-    const at::Tensor shifted =
-        ((hidden.to(at::kFloat) - shift_) * valid.to(at::kFloat).unsqueeze(-1)).reshape({-1, dim});
-    shifted_gram_ += at::mm(shifted.t(), shifted).to(at::kDouble);
+    // float64 products: float32 ones (summed in float32 inside the BLAS) put the singular
+    // values of a rank-deficient state (the embedding output of a probe with fewer distinct
+    // tokens than d) at about sqrt(eps_float32) σ_1 = 2e-4 σ_1 instead of 0. Padded rows are 0.
+    const at::Tensor shifted = ((x - shift_) * valid.unsqueeze(-1)).reshape({-1, dim});
+    shifted_gram_ += at::mm(shifted.t(), shifted);
   }
   // A zero vector has no direction: it adds 0 to Σ x̂ but still counts in N.
   const at::Tensor units =
@@ -63,7 +61,7 @@ HiddenStateMetrics HiddenStateAccumulator::Finish(int index) const {
   const double count = static_cast<double>(count_);
   m.anisotropy = Scalar(MeanPairwiseCosine(unit_sum_, count_));
   m.mean_norm = Scalar(at::linalg_vector_norm(sum_ / count, 2));
-  const at::Tensor shift = shift_.to(at::kDouble);
+  const at::Tensor& shift = shift_;
   const SpectralStatistics spectral =
       ComputeSpectralStatistics(shifted_gram_, sum_ - count * shift, shift, count_);
   m.spectrum = spectral.spectrum;

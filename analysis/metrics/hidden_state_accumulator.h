@@ -1,9 +1,8 @@
 // HiddenStateAccumulator: every per-hidden-state statistic of METRICS.md, streamed over the
 // batches of a probe in float64 on the model's device: Σx and Σx̂ (mean, anisotropy), the
 // second moments Σ (x − s)(x − s)ᵀ about the first batch's mean s (spectrum, IsoScore;
-// each batch's product in float32, about s so that it holds the spread and not the mean,
-// summed in float64), per-sample Σx̂ (token uniformity), Σx̂ at position 0 (first-token
-// uniformity), max |x| and Σ median |x|.
+// about s so that they hold the spread and not the mean), per-sample Σx̂ (token
+// uniformity), Σx̂ at position 0 (first-token uniformity), max |x| and Σ median |x|.
 //
 // Holds O(d²) state, never a batch's activations past Add. Not thread-safe.
 #pragma once
@@ -32,7 +31,7 @@ class HiddenStateAccumulator {
  private:
   at::Tensor sum_;             // [D] Σ x
   at::Tensor unit_sum_;        // [D] Σ x̂
-  at::Tensor shift_;           // [D] float32 s: the first batch's mean; undefined before
+  at::Tensor shift_;           // [D] s: the first batch's mean; undefined before
   at::Tensor shifted_gram_;    // [D, D] Σ (x − s)(x − s)ᵀ
   at::Tensor first_unit_sum_;  // [D] Σ x̂ over position 0 of every sample
   at::Tensor uniformity_sum_;  // 0-dim: Σ u_s over samples with n_s >= 2

@@ -1,9 +1,9 @@
 // The spectral statistics of one hidden state (METRICS.md "Second wave"), from the
 // streamed second moments of its N valid vectors about a shift s: singular values of X
 // (σ_i² are the eigenvalues of XᵀX), skewness, median, explained variance and IsoScore
-// (from the centered covariance's trace and Frobenius norm). Moments about a shift near the mean
-// keep the covariance accurate when the mean dwarfs the spread (anisotropic states), and let the
-// streamed products be float32. Pure functions; thread-safe.
+// (from the centered covariance's trace and Frobenius norm). Moments about a shift near the
+// mean keep the covariance accurate when the mean dwarfs the spread (anisotropic states).
+// Pure functions; thread-safe.
 #pragma once
 
 #include <ATen/ATen.h>
