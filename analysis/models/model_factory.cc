@@ -6,6 +6,7 @@
 #include "analysis/models/bert_model.h"
 #include "analysis/models/gpt2_model.h"
 #include "analysis/models/gpt_neox_model.h"
+#include "analysis/models/llama_model.h"
 #include "analysis/models/transformer_model.h"
 #include "common/status_macros.h"
 
@@ -13,12 +14,18 @@ namespace anisoscope::analysis {
 namespace {
 
 constexpr char kSupportedFamilies[] =
-    "bert (Bert*), gpt_neox (GPTNeoX*), gpt2 (GPT2*), by config.json model_type or architectures";
+    "bert (Bert*), gpt_neox (GPTNeoX*), gpt2 (GPT2*), llama (Llama*, Mistral*, Qwen2*; "
+    "model_type llama, mistral, qwen2), olmo2 (Olmo2*), by config.json model_type or "
+    "architectures";
 
 // The family named by model_type, else by the first architectures entry.
 std::string FamilyOf(const nlohmann::json& config) {
   if (config.contains("model_type") && config["model_type"].is_string()) {
-    return config["model_type"].get<std::string>();
+    const std::string model_type = config["model_type"].get<std::string>();
+    for (const char* llama_shaped : {"llama", "mistral", "qwen2"}) {
+      if (model_type == llama_shaped) return "llama";
+    }
+    return model_type;
   }
   if (config.contains("architectures") && config["architectures"].is_array() &&
       !config["architectures"].empty() && config["architectures"][0].is_string()) {
@@ -26,6 +33,10 @@ std::string FamilyOf(const nlohmann::json& config) {
     if (absl::StartsWith(architecture, "Bert")) return "bert";
     if (absl::StartsWith(architecture, "GPTNeoX")) return "gpt_neox";
     if (absl::StartsWith(architecture, "GPT2")) return "gpt2";
+    if (absl::StartsWith(architecture, "Olmo2")) return "olmo2";
+    for (const char* llama_shaped : {"Llama", "Mistral", "Qwen2"}) {
+      if (absl::StartsWith(architecture, llama_shaped)) return "llama";
+    }
     return architecture;
   }
   return "";
@@ -59,6 +70,11 @@ absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& 
   if (family == "gpt2") {
     ASSIGN_OR_RETURN(std::unique_ptr<GPT2Model> model,
                      GPT2Model::Create(checkpoint, device, dtype));
+    return std::unique_ptr<TransformerModel>(std::move(model));
+  }
+  if (family == "llama" || family == "olmo2") {
+    ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
+                     LlamaModel::Create(checkpoint, family, device, dtype));
     return std::unique_ptr<TransformerModel>(std::move(model));
   }
   return absl::InvalidArgumentError(

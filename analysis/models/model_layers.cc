@@ -97,6 +97,12 @@ at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double e
                         InDtype(norm.bias, dtype), eps);
 }
 
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  const at::Tensor x32 = x.to(at::kFloat);
+  const at::Tensor normalized = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return normalized.to(x.scalar_type()) * InDtype(weight, x.scalar_type());
+}
+
 at::Tensor Activate(at::Tensor x, Activation activation) {
   switch (activation) {
     case Activation::kGeluNew:  // HF's 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), fused

@@ -62,6 +62,9 @@ at::Tensor EmbeddingRows(const EmbeddingWeights& table, const at::Tensor& ids);
 // `x` by value: a temporary argument is freed once read, before the output is made.
 at::Tensor Linear(at::Tensor x, const LinearWeights& linear);
 at::Tensor LayerNorm(const at::Tensor& x, const LayerNormWeights& norm, double eps);
+// HF's LlamaRMSNorm: x / sqrt(mean(x²) + eps) over the last dim in float32, times `weight`,
+// in x's dtype.
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps);
 // In place: `x`'s storage is overwritten (pass the projection's fresh output, not a tensor
 // that is read again), so the feed-forward's widest tensor is held once, not twice.
 at::Tensor Activate(at::Tensor x, Activation activation);

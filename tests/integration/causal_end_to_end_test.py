@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Pythia-style and CRFM-style checkpoint series through the real `anisoscope submit` and
-`anisoscope query` against the real server, compared with the float64 reference
-(tests/reference, written from the Hugging Face GPTNeoX / GPT-2 definitions); and a text
-probe through Pythia's own byte-level BPE tokenizer when the fixture has tokenizer.json."""
+"""Pythia-style, CRFM-style, LLaMA-style (grouped-query, tied, llama3 rope, sharded .bin)
+and OLMo-2-style (q/k norms, sharded safetensors) checkpoint series through the real
+`anisoscope submit` and `anisoscope query` against the real server, compared with the
+float64 reference (tests/reference, written from the Hugging Face GPTNeoX / GPT-2 / Llama /
+Olmo2 definitions); and a text probe through Pythia's own byte-level BPE tokenizer when
+the fixture has tokenizer.json."""
 import json
 import os
 import shutil
@@ -13,7 +15,9 @@ from server_process import ServerProcess
 
 FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "causal_runs")
 STEPS = [0, 100, 200, 300]
-SUITES = {"pythia": ("gpt_neox", "step{}"), "crfm": ("gpt2", "checkpoint-{}")}
+SUITES = {"pythia": ("gpt_neox", "step{}"), "crfm": ("gpt2", "checkpoint-{}"),
+          "llama": ("llama", "step{}"), "olmo2": ("olmo2", "stage1-step{}-tokens2M"),
+          "llama_linear_rope": ("llama", "step{}")}
 ABSOLUTE = ("qk_mean_cosine", "attn_entropy", "q_anisotropy", "k_anisotropy")
 RELATIVE = ("q_mean_norm", "k_mean_norm", "qk_mean_dot")
 TEXT = ("The tower is 324 metres (1,063 ft) tall, about the same height as an 81-storey "
@@ -54,11 +58,11 @@ class CausalEndToEndTest(unittest.TestCase):
                                  os.path.join(FIXTURE, "probe.jsonl"), "--wait")
         self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
 
-    def check_vectors(self, run, suite, kind, layer=2, head=1, heads=4):
+    def check_vectors(self, run, suite, kind, layer=2, head=1, heads=4, steps=STEPS):
         vectors = json.loads(self.server.cli("vectors", "--run", run, "--kind", kind,
                                              "--layer", layer, "--head", head,
                                              check=True).stdout)
-        self.assertEqual([v["step"] for v in vectors], STEPS, kind)
+        self.assertEqual([v["step"] for v in vectors], steps, kind)
         for entry in vectors:
             want = reference(suite, entry["step"])["heads"][layer * heads + head][kind]
             scale = sum(x * x for x in want) ** 0.5
@@ -66,28 +70,31 @@ class CausalEndToEndTest(unittest.TestCase):
             for got, expected in zip(entry["values"], want):
                 self.assertLess(abs(got - expected), 1e-3 * scale, (suite, kind, entry["step"]))
 
-    def check_suite_matches_reference(self, suite):
+    def check_suite_matches_reference(self, suite, steps=STEPS):
         family = SUITES[suite][0]
         self.submit(suite, suite)
         heads = 4
         for metric in ABSOLUTE + RELATIVE:
             points = self.query(suite, metric)
-            self.assertEqual(len(points), len(STEPS) * 3 * heads, metric)
-            self.assertEqual(sorted({p["step"] for p in points}), STEPS, metric)
+            self.assertEqual(len(points), len(steps) * 3 * heads, metric)
+            self.assertEqual(sorted({p["step"] for p in points}), steps, metric)
             for p in points:
                 want = reference(suite, p["step"])["heads"][p["layer"] * heads + p["head"]][metric]
                 tolerance = 2e-4 if metric in ABSOLUTE else 1e-3 * max(abs(want), 1e-3)
                 self.assertLess(abs(p["value"] - want), tolerance, (suite, metric, p))
         for metric, key in (("hidden_anisotropy", "anisotropy"), ("hidden_mean_norm", "mean_norm")):
             points = self.query(suite, metric)
-            self.assertEqual(len(points), len(STEPS) * 4, metric)  # L + 1 hidden states
+            self.assertEqual(len(points), len(steps) * 4, metric)  # L + 1 hidden states
             for p in points:
                 self.assertIsNone(p["head"])
                 want = reference(suite, p["step"])["hidden_states"][p["layer"]][key]
                 tolerance = 2e-4 if key == "anisotropy" else 1e-3 * abs(want)
                 self.assertLess(abs(p["value"] - want), tolerance, (suite, metric, p))
-        for kind in ("q_mean", "k_mean"):
-            self.check_vectors(suite, suite, kind)
+        vector_kinds = ("q_mean", "k_mean")
+        if family in ("gpt_neox", "llama", "olmo2"):
+            vector_kinds += ("q_mean_pre_rotary", "k_mean_pre_rotary")
+        for kind in vector_kinds:
+            self.check_vectors(suite, suite, kind, steps=steps)
         self.assertRegex(self.server.cli("runs", check=True).stdout,
                          rf"{suite}\s+{family}\s+3x4")
 
@@ -97,10 +104,14 @@ class CausalEndToEndTest(unittest.TestCase):
     def test_crfm_style_series_matches_reference(self):
         self.check_suite_matches_reference("crfm")
 
-    def test_pythia_pre_rotary_means_are_stored_and_match_reference(self):
-        self.submit("pythia_vectors", "pythia")
-        for kind in ("q_mean_pre_rotary", "k_mean_pre_rotary"):
-            self.check_vectors("pythia_vectors", "pythia", kind)
+    def test_llama_style_series_matches_reference(self):
+        self.check_suite_matches_reference("llama")
+
+    def test_olmo2_style_series_matches_reference(self):
+        self.check_suite_matches_reference("olmo2")
+
+    def test_llama_linear_rope_scaling_matches_reference(self):
+        self.check_suite_matches_reference("llama_linear_rope", steps=[STEPS[-1]])
 
     def test_pythia_text_probe_uses_the_checkpoint_tokenizer(self):
         if not os.path.exists(os.path.join(FIXTURE, "pythia", "step0", "tokenizer.json")):

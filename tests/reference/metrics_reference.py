@@ -2,9 +2,10 @@
 """Independent float64 reference for ../shared/docs/METRICS.md (python3-torch 1.13).
 
 Written from the metric definitions and Hugging Face's eval-mode behaviour of BertModel
-(here), GPTNeoXModel (gpt_neox_reference.py) and GPT2Model (gpt2_reference.py), not from
+(here), GPTNeoXModel (gpt_neox_reference.py), GPT2Model (gpt2_reference.py) and LlamaModel /
+Olmo2Model (llama_reference.py), not from
 the C++ engine: a plain forward over the state dict, HF's additive attention masks (causal
-for gpt_neox and gpt2), and every statistic computed by its direct definition (anisotropy
+for the causal families), and every statistic computed by its direct definition (anisotropy
 from the full matrix of pairwise cosines, entropy row by row over the keys each query may
 see). hidden_states are those of HF output_hidden_states (for the causal families the last
 one is after the final LayerNorm). The second-wave statistics (spectra, isotropy,
@@ -43,6 +44,7 @@ import hf_io  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt2_reference  # noqa: E402
 import gpt_neox_reference  # noqa: E402
+import llama_reference  # noqa: E402
 import second_wave_reference  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
@@ -105,14 +107,19 @@ def bert_forward_dicts(state, cfg, ids, valid):
 # model_type -> (forward, causal): each forward returns (hidden_states, per-block dicts).
 FAMILIES = {"bert": (bert_forward_dicts, False),
             "gpt_neox": (gpt_neox_reference.forward, True),
-            "gpt2": (gpt2_reference.forward, True)}
+            "gpt2": (gpt2_reference.forward, True),
+            "llama": (llama_reference.forward, True),
+            "olmo2": (llama_reference.forward, True)}
+LLAMA_SHAPED = ("llama", "mistral", "qwen2")
 
 
 def model_type(cfg):
     if "model_type" in cfg:
-        return cfg["model_type"]
+        return "llama" if cfg["model_type"] in LLAMA_SHAPED else cfg["model_type"]
     architecture = (cfg.get("architectures") or [""])[0]
-    for prefix, family in (("GPTNeoX", "gpt_neox"), ("GPT2", "gpt2"), ("Bert", "bert")):
+    for prefix, family in (("GPTNeoX", "gpt_neox"), ("GPT2", "gpt2"), ("Bert", "bert"),
+                           ("Olmo2", "olmo2"), ("Llama", "llama"), ("Mistral", "llama"),
+                           ("Qwen2", "llama")):
         if architecture.startswith(prefix):
             return family
     return ""
@@ -131,7 +138,9 @@ def mean_pairwise_cosine(vectors):
 CHECKPOINT_WEIGHTS = {"bert": ("embeddings.word_embeddings.weight",
                                "encoder.layer.{last}.output.LayerNorm.weight"),
                       "gpt_neox": ("gpt_neox.embed_in.weight", "gpt_neox.final_layer_norm.weight"),
-                      "gpt2": ("transformer.wte.weight", "transformer.ln_f.weight")}
+                      "gpt2": ("transformer.wte.weight", "transformer.ln_f.weight"),
+                      "llama": ("model.embed_tokens.weight", "model.norm.weight"),
+                      "olmo2": ("model.embed_tokens.weight", "model.norm.weight")}
 
 
 def probe_tensors(samples):

@@ -1,7 +1,9 @@
 // The engine against the independent float64 reference (tests/reference, written from the
-// Hugging Face GPTNeoXModel / GPT2Model definitions) on checkpoints of real (tiny) causal-LM
-// training runs: Pythia-style (float16 .bin, rotary, parallel residual) and CRFM-style
-// (float32, Conv1D, inverse-layer-index scaling), their config variants, padded probes.
+// Hugging Face GPTNeoXModel / GPT2Model / LlamaModel / Olmo2Model definitions) on
+// checkpoints of real (tiny) causal-LM training runs: Pythia-style (float16 .bin, rotary,
+// parallel residual), CRFM-style (float32, Conv1D, inverse-layer-index scaling),
+// LLaMA-style (grouped-query, tied, llama3 rope, .bin shards) and OLMo-2-style (q/k norms,
+// post-norms, safetensors shards), their config variants, padded probes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -53,11 +55,15 @@ TEST_P(CausalReferenceTest, MatchesFloat64ReferenceAtEveryStep) {
 
 INSTANTIATE_TEST_SUITE_P(
     Suites, CausalReferenceTest,
-    ::testing::Values(Series{"pythia", "gpt_neox", {"step0", "step100", "step200", "step300"}},
-                      Series{
-                          "crfm",
-                          "gpt2",
-                          {"checkpoint-0", "checkpoint-100", "checkpoint-200", "checkpoint-300"}}),
+    ::testing::Values(
+        Series{"pythia", "gpt_neox", {"step0", "step100", "step200", "step300"}},
+        Series{
+            "crfm", "gpt2", {"checkpoint-0", "checkpoint-100", "checkpoint-200", "checkpoint-300"}},
+        Series{"llama", "llama", {"step0", "step100", "step200", "step300"}},
+        Series{"olmo2",
+               "olmo2",
+               {"stage1-step0-tokens2M", "stage1-step100-tokens2M", "stage1-step200-tokens2M",
+                "stage1-step300-tokens2M"}}),
     [](const ::testing::TestParamInfo<Series>& info) { return info.param.run; });
 
 // A variant proves its config key is honoured only if its reference differs from the
@@ -89,6 +95,12 @@ TEST(CausalVariantsTest, UnscaledByLayerIndexMatchesItsReference) {
   Deviations deviations;
   ExpectCheckpointMatches("crfm_unscaled", "checkpoint-300", "crfm_unscaled", deviations);
   ExpectReferencesDiffer("crfm_unscaled", "crfm", "checkpoint-300");
+}
+
+TEST(CausalVariantsTest, LinearRopeScalingMatchesItsReference) {
+  Deviations deviations;
+  ExpectCheckpointMatches("llama_linear_rope", "step300", "llama_linear_rope", deviations);
+  ExpectReferencesDiffer("llama_linear_rope", "llama", "step300");
 }
 
 // Rotation shrinks the averaged rotated dimensions: the pre-rotary means must differ from

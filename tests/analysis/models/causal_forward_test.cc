@@ -1,4 +1,5 @@
-// Forward behaviour of the causal families (gpt_neox, gpt2) on tiny random checkpoints:
+// Forward behaviour of the causal families (gpt_neox, gpt2, llama, olmo2) on tiny random
+// checkpoints:
 // causality, masking, the rotary embedding, residual variants, fp16 storage, the HF
 // hidden-state convention and the fused projections' layouts.
 #include <ATen/ATen.h>
@@ -19,7 +20,12 @@ using at::indexing::Slice;
 
 class CausalForwardTest : public ::testing::TestWithParam<std::string> {
  protected:
-  TinyCheckpoint Tiny() const { return GetParam() == "gpt_neox" ? TinyNeoX() : TinyGPT2(); }
+  TinyCheckpoint Tiny() const {
+    if (GetParam() == "gpt_neox") return TinyNeoX();
+    if (GetParam() == "gpt2") return TinyGPT2();
+    return TinyLlama(/*olmo2=*/GetParam() == "olmo2");
+  }
+  bool RmsNormed() const { return GetParam() == "llama" || GetParam() == "olmo2"; }
 };
 
 TEST_P(CausalForwardTest, ChangingALaterTokenLeavesEarlierPositionsUnchanged) {
@@ -51,12 +57,13 @@ TEST_P(CausalForwardTest, ProbsSumToOneOverAllowedKeysAndAreZeroElsewhere) {
   const RecordingObserver out = RunForward(*model, batch);
   const at::Tensor causal = at::ones({6, 6}, at::kBool).tril();
   const at::Tensor allowed = batch.valid.view({2, 1, 1, 6}).logical_and(causal);  // [B,1,T,T]
+  const int64_t heads = model->shape().num_heads;
   for (int layer = 0; layer < 2; ++layer) {
     const at::Tensor probs = out.probs.at(layer);
-    ASSERT_EQ(probs.sizes(), at::IntArrayRef({2, 2, 6, 6}));
+    ASSERT_EQ(probs.sizes(), at::IntArrayRef({2, heads, 6, 6}));
     EXPECT_EQ(probs.masked_select(allowed.logical_not().expand_as(probs)).abs().max().item<float>(),
               0.0f);
-    EXPECT_TRUE(Close(probs.sum(-1), at::ones({2, 2, 6}), 1e-5));
+    EXPECT_TRUE(Close(probs.sum(-1), at::ones({2, heads, 6}), 1e-5));
     EXPECT_GT(probs.masked_select(allowed.expand_as(probs)).min().item<float>(), 0.0f);
   }
 }
@@ -77,15 +84,21 @@ TEST_P(CausalForwardTest, RightPaddingLeavesValidPositionsUnchanged) {
 
 TEST_P(CausalForwardTest, LastHiddenStateIsAfterTheFinalLayerNorm) {
   TinyCheckpoint tiny = Tiny();
-  const std::string norm =
-      GetParam() == "gpt_neox" ? "gpt_neox.final_layer_norm" : "transformer.ln_f";
+  const std::string norm = GetParam() == "gpt_neox" ? "gpt_neox.final_layer_norm"
+                           : GetParam() == "gpt2"   ? "transformer.ln_f"
+                                                    : "model.norm";
   tiny.tensors[norm + ".weight"] = at::ones({16});
-  tiny.tensors[norm + ".bias"] = at::zeros({16});
+  if (!RmsNormed()) tiny.tensors[norm + ".bias"] = at::zeros({16});
   const auto model = LoadModel(tiny);
   ASSERT_NE(model, nullptr);
   const RecordingObserver out = RunForward(*model, MakeBatch({{3, 7, 1, 9, 4}}));
   ASSERT_EQ(out.hidden.size(), 3u);  // L + 1
   const at::Tensor last = out.hidden.at(2).to(at::kDouble);
+  if (RmsNormed()) {  // RMSNorm: unit mean square, the mean left as it is
+    EXPECT_TRUE(Close(last.pow(2).mean(-1), at::ones({1, 5}), 1e-3));
+    EXPECT_FALSE(Close(out.hidden.at(1).to(at::kDouble).pow(2).mean(-1), at::ones({1, 5}), 1e-3));
+    return;
+  }
   EXPECT_TRUE(Close(last.mean(-1), at::zeros({1, 5}), 1e-5));
   EXPECT_TRUE(Close(last.var(-1, /*unbiased=*/false), at::ones({1, 5}), 1e-3));
   EXPECT_FALSE(Close(out.hidden.at(1).to(at::kDouble).mean(-1), at::zeros({1, 5}), 1e-3));
@@ -117,7 +130,8 @@ TEST_P(CausalForwardTest, Bfloat16ComputeStaysCloseToFloat32) {
   EXPECT_TRUE(Close(a.probs.at(1), b.probs.at(1), 5e-2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, CausalForwardTest, ::testing::Values("gpt_neox", "gpt2"));
+INSTANTIATE_TEST_SUITE_P(Families, CausalForwardTest,
+                         ::testing::Values("gpt_neox", "gpt2", "llama", "olmo2"));
 
 }  // namespace
 }  // namespace anisoscope::analysis

@@ -1,6 +1,8 @@
 // Family-specific conventions, checked against formulas written out in the test (float64):
 // GPT-NeoX's fused per-head [q | k | v] projection, HF rotate_half rotary embedding and
-// residual variants; GPT-2's input-major Conv1D c_attn and its attention scaling options.
+// residual variants; GPT-2's input-major Conv1D c_attn and its attention scaling options;
+// LLaMA's grouped-query heads and llama3-scaled rotary; OLMo-2's norms over the whole
+// query and key projections.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -158,6 +160,76 @@ TEST(GPT2ForwardTest, AttentionScalingOptionsFollowTheConfig) {
           << c.scale_weights << c.inverse_layer << c.reorder << " layer " << layer;
     }
   }
+}
+
+at::Tensor RmsNorm64(const at::Tensor& x, const at::Tensor& weight) {
+  const at::Tensor x64 = D(x);
+  return x64 / (x64.pow(2).mean(-1, true) + 1e-6).sqrt() * D(weight);
+}
+
+// [1, T, H * d_h] -> [1, H, T, d_h]
+at::Tensor Heads(const at::Tensor& x, int64_t heads) {
+  return x.view({1, x.size(1), heads, x.size(2) / heads}).permute({0, 2, 1, 3});
+}
+
+TEST(LlamaForwardTest, QueryHeadsShareTheirKeyHead) {
+  const TinyCheckpoint tiny = TinyLlama();
+  const auto model = LoadModel(tiny);
+  ASSERT_NE(model, nullptr);
+  const RecordingObserver out = RunForward(*model, MakeBatch({kIds}));
+  // Block 0's input is the embedding; key head j (k_proj rows 4j … 4j+3) serves query heads
+  // 2j and 2j + 1.
+  const at::Tensor x =
+      RmsNorm64(out.hidden.at(0), tiny.tensors.at("model.layers.0.input_layernorm.weight"));
+  const at::Tensor keys =
+      Heads(at::matmul(x, D(tiny.tensors.at("model.layers.0.self_attn.k_proj.weight")).t()), 2);
+  const at::Tensor queries =
+      Heads(at::matmul(x, D(tiny.tensors.at("model.layers.0.self_attn.q_proj.weight")).t()), 4);
+  ASSERT_EQ(out.key_pre_rotary.at(0).size(1), 4);
+  for (int64_t head = 0; head < 4; ++head) {
+    EXPECT_TRUE(Close(out.key_pre_rotary.at(0).select(1, head), keys.select(1, head / 2), 1e-4))
+        << head;
+    EXPECT_TRUE(Close(out.key.at(0).select(1, head), out.key.at(0).select(1, head / 2 * 2)));
+  }
+  EXPECT_TRUE(Close(out.query_pre_rotary.at(0), queries, 1e-4));
+}
+
+TEST(LlamaForwardTest, RotaryUsesLlama3ScaledFrequenciesOverTheWholeHead) {
+  const TinyCheckpoint tiny = TinyLlama();
+  const auto model = LoadModel(tiny);
+  ASSERT_NE(model, nullptr);
+  const RecordingObserver out = RunForward(*model, MakeBatch({kIds}));
+  // d_h 4: base frequencies 1 and 1/100, wavelengths 2π and 200π; original context 16,
+  // low_freq_factor 1, high 4, factor 4: 200π > 16/1 is divided by 4; 16/4 <= 2π <= 16 is
+  // interpolated with smooth = (16 / 2π − 1) / (4 − 1).
+  const double smooth = (16 / (2 * M_PI) - 1) / 3;
+  const std::vector<double> inv_freq = {(1 - smooth) / 4 + smooth, 0.01 / 4};
+  const int64_t length = static_cast<int64_t>(kIds.size());
+  const at::Tensor positions = at::arange(length, at::kDouble);
+  const at::Tensor freqs = at::outer(positions, at::tensor(inv_freq, at::kDouble));
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);  // [T, 4]
+  for (const auto* pair : {&out.query_pre_rotary, &out.key_pre_rotary}) {
+    const at::Tensor pre = D(pair->at(1));
+    const at::Tensor half = at::cat({pre.narrow(-1, 2, 2).neg(), pre.narrow(-1, 0, 2)}, -1);
+    const at::Tensor expected = pre * angles.cos() + half * angles.sin();
+    const at::Tensor& post = pair == &out.query_pre_rotary ? out.query.at(1) : out.key.at(1);
+    EXPECT_TRUE(Close(post, expected, 1e-5));
+  }
+}
+
+TEST(Olmo2ForwardTest, QueryAndKeyNormsCoverTheWholeProjectionBeforeTheRotary) {
+  const TinyCheckpoint tiny = TinyLlama(/*olmo2=*/true);
+  const auto model = LoadModel(tiny);
+  ASSERT_NE(model, nullptr);
+  const RecordingObserver out = RunForward(*model, MakeBatch({kIds}));
+  const at::Tensor x = D(out.hidden.at(0));  // OLMo-2 has no input norm
+  const std::string p = "model.layers.0.self_attn.";
+  const at::Tensor q = RmsNorm64(at::matmul(x, D(tiny.tensors.at(p + "q_proj.weight")).t()),
+                                 tiny.tensors.at(p + "q_norm.weight"));
+  const at::Tensor k = RmsNorm64(at::matmul(x, D(tiny.tensors.at(p + "k_proj.weight")).t()),
+                                 tiny.tensors.at(p + "k_norm.weight"));
+  EXPECT_TRUE(Close(out.query_pre_rotary.at(0), Heads(q, 4), 1e-4));
+  EXPECT_TRUE(Close(out.key_pre_rotary.at(0).select(1, 3), Heads(k, 2).select(1, 1), 1e-4));
 }
 
 }  // namespace

@@ -22,14 +22,15 @@ absl::Status CreateStatus(const TinyCheckpoint& tiny) {
 
 TEST(ModelErrorsTest, UnknownFamilyListsSupportedOnes) {
   TinyCheckpoint tiny = TinyGPT2();
-  tiny.config["model_type"] = "llama";
+  tiny.config["model_type"] = "mamba";
   EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument, "config.json",
-                       "'llama' is not supported", "bert", "gpt_neox", "gpt2"));
+                       "'mamba' is not supported", "bert", "gpt_neox", "gpt2", "llama", "olmo2"));
 }
 
 TEST(ModelErrorsTest, ArchitecturesSelectTheFamilyWithoutModelType) {
   for (const auto& [tiny, family] :
-       {std::pair{TinyNeoX(), "gpt_neox"}, std::pair{TinyGPT2(), "gpt2"}}) {
+       {std::pair{TinyNeoX(), "gpt_neox"}, std::pair{TinyGPT2(), "gpt2"},
+        std::pair{TinyLlama(), "llama"}, std::pair{TinyLlama(/*olmo2=*/true), "olmo2"}}) {
     TinyCheckpoint copy = tiny;
     copy.config.erase("model_type");
     const auto checkpoint = Checkpoint::Load(copy.Write(TestDir(family)));
@@ -98,6 +99,22 @@ TEST(ModelErrorsTest, MistypedConfigFieldsNameConfigAndField) {
       {TinyNeoX(), "rotary_pct", 0.375, "field 'rotary_pct' (0.375) gives 3 rotary dimensions"},
       {TinyNeoX(), "rotary_pct", 0.1, "field 'rotary_pct' (0.1) gives 0 rotary dimensions"},
       {TinyNeoX(), "rotary_emb_base", -1, "field 'rotary_emb_base' must be a positive number"},
+      {TinyLlama(), "num_attention_heads", 3,
+       "field 'hidden_size' (16) is not a multiple of num_attention_heads (3)"},
+      {TinyLlama(), "num_key_value_heads", 3,
+       "field 'num_key_value_heads' (3) does not divide num_attention_heads (4)"},
+      {TinyLlama(), "head_dim", 5, "field 'head_dim': the rotary embedding needs an even"},
+      {TinyLlama(),
+       "rope_scaling",
+       {{"rope_type", "yarn"}, {"factor", 2.0}},
+       "field 'rope_scaling' has rope type 'yarn', which is not supported"},
+      {TinyLlama(),
+       "rope_scaling",
+       {{"rope_type", "llama3"}, {"factor", 2.0}},
+       "field 'rope_scaling' needs a positive number 'low_freq_factor'"},
+      {TinyLlama(), "rope_scaling", "linear", "field 'rope_scaling' must be an object or null"},
+      {TinyLlama(/*olmo2=*/true), "rms_norm_eps", "1e-6",
+       "field 'rms_norm_eps' must be a positive number"},
   };
   for (const Case& c : cases) {
     TinyCheckpoint tiny = c.tiny;
@@ -106,6 +123,17 @@ TEST(ModelErrorsTest, MistypedConfigFieldsNameConfigAndField) {
         StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument, "config.json", c.message))
         << c.field;
   }
+}
+
+TEST(ModelErrorsTest, MissingLlamaTensorsAreNamed) {
+  TinyCheckpoint olmo2 = TinyLlama(/*olmo2=*/true);
+  olmo2.tensors.erase("model.layers.1.self_attn.k_norm.weight");
+  EXPECT_TRUE(StatusIs(CreateStatus(olmo2), StatusCode::kInvalidArgument,
+                       "tensor 'layers.1.self_attn.k_norm.weight' is missing"));
+  TinyCheckpoint llama = TinyLlama();
+  llama.tensors["model.layers.0.self_attn.k_proj.weight"] = RandomWeight({16, 16});
+  EXPECT_TRUE(StatusIs(CreateStatus(llama), StatusCode::kInvalidArgument,
+                       "model.layers.0.self_attn.k_proj.weight", "expected [8, 16]"));
 }
 
 TEST(ModelErrorsTest, MissingConfigFieldIsNamed) {

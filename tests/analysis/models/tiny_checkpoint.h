@@ -1,4 +1,5 @@
-// Helpers shared by the model and metrics tests: tiny random GPT-NeoX / GPT-2 checkpoints
+// Helpers shared by the model and metrics tests: tiny random GPT-NeoX / GPT-2 / LLaMA /
+// OLMo-2 checkpoints
 // in Hugging Face naming, written as config.json + model.safetensors, and an observer that
 // records everything a forward reports.
 #pragma once
@@ -146,6 +147,60 @@ inline TinyCheckpoint TinyGPT2(uint64_t seed = 2) {
     c.tensors[p + "attn.bias"] = at::ones({1, 1, positions, positions}, at::kFloat).tril();
   }
   AddLayerNorm(c, "transformer.ln_f", d);
+  return c;
+}
+
+// LlamaForCausalLM (or Olmo2ForCausalLM): d 16, 4 query heads of 4 sharing 2 key heads,
+// 2 layers, vocab 50, tied embeddings, llama3 rope scaling (llama).
+inline TinyCheckpoint TinyLlama(bool olmo2 = false, uint64_t seed = 3) {
+  at::manual_seed(seed);
+  const int64_t d = 16, inner = 24, vocab = 50, layers = 2, heads = 4, kv_heads = 2, dh = 4;
+  TinyCheckpoint c;
+  c.config = {{"architectures", {olmo2 ? "Olmo2ForCausalLM" : "LlamaForCausalLM"}},
+              {"model_type", olmo2 ? "olmo2" : "llama"},
+              {"vocab_size", vocab},
+              {"hidden_size", d},
+              {"num_hidden_layers", layers},
+              {"num_attention_heads", heads},
+              {"num_key_value_heads", kv_heads},
+              {"intermediate_size", inner},
+              {"max_position_embeddings", 32},
+              {"hidden_act", "silu"},
+              {"rms_norm_eps", 1e-6},
+              {"rope_theta", 10000.0},
+              {"tie_word_embeddings", !olmo2}};
+  if (!olmo2) {
+    c.config["rope_scaling"] = {{"rope_type", "llama3"},
+                                {"factor", 4.0},
+                                {"low_freq_factor", 1.0},
+                                {"high_freq_factor", 4.0},
+                                {"original_max_position_embeddings", 16}};
+  }
+  auto gain = [&](const std::string& name, int64_t size) {
+    c.tensors[name + ".weight"] = 1.0 + RandomWeight({size}, 0.1);
+  };
+  c.tensors["model.embed_tokens.weight"] = RandomWeight({vocab, d}, 1.0);
+  for (int64_t l = 0; l < layers; ++l) {
+    const std::string p = absl::StrCat("model.layers.", l, ".");
+    if (olmo2) {
+      gain(p + "post_attention_layernorm", d);
+      gain(p + "post_feedforward_layernorm", d);
+      gain(p + "self_attn.q_norm", heads * dh);
+      gain(p + "self_attn.k_norm", kv_heads * dh);
+    } else {
+      gain(p + "input_layernorm", d);
+      gain(p + "post_attention_layernorm", d);
+    }
+    c.tensors[p + "self_attn.q_proj.weight"] = RandomWeight({heads * dh, d});
+    c.tensors[p + "self_attn.k_proj.weight"] = RandomWeight({kv_heads * dh, d});
+    c.tensors[p + "self_attn.v_proj.weight"] = RandomWeight({kv_heads * dh, d});
+    c.tensors[p + "self_attn.o_proj.weight"] = RandomWeight({d, heads * dh});
+    c.tensors[p + "mlp.gate_proj.weight"] = RandomWeight({inner, d});
+    c.tensors[p + "mlp.up_proj.weight"] = RandomWeight({inner, d});
+    c.tensors[p + "mlp.down_proj.weight"] = RandomWeight({d, inner});
+  }
+  gain("model.norm", d);
+  if (olmo2) c.tensors["lm_head.weight"] = RandomWeight({vocab, d});
   return c;
 }
 
