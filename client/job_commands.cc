@@ -186,14 +186,20 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
   v1::SubmitJobRequest request;
   if (!args.Has("run")) return absl::InvalidArgumentError("submit: --run is required");
   request.set_run(args.GetString("run"));
-  const bool has_dir = args.Has("checkpoints");
-  const bool has_list = args.Has("checkpoint");
-  if (has_dir == has_list) {
+  const int sources = args.Has("checkpoints") + args.Has("hf-cache") + args.Has("checkpoint");
+  if (sources != 1) {
     return absl::InvalidArgumentError(
-        has_dir ? "submit: give --checkpoints DIR or --checkpoint STEP=PATH, not both"
-                : "submit: --checkpoints DIR or --checkpoint STEP=PATH is required");
+        sources > 1
+            ? "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH"
+            : "submit: --checkpoints DIR, --hf-cache DIR or --checkpoint STEP=PATH is required");
   }
-  if (has_dir) request.set_checkpoints_dir(AbsolutePath(args.GetString("checkpoints"), cwd));
+  const bool hf_cache = args.Has("hf-cache");
+  const bool has_dir = args.Has("checkpoints") || hf_cache;
+  if (has_dir) {
+    request.set_checkpoints_dir(
+        AbsolutePath(args.GetString(hf_cache ? "hf-cache" : "checkpoints"), cwd));
+    request.set_hf_cache(hf_cache);
+  }
   std::set<int64_t> steps;
   for (const std::string& value : args.GetAll("checkpoint")) {
     const size_t eq = value.find('=');
@@ -277,14 +283,20 @@ std::vector<Command> JobCommands() {
   CommandSpec submit;
   submit.name = "submit";
   submit.synopsis =
-      "--run NAME (--checkpoints DIR | --checkpoint STEP=PATH ...)\n"
+      "--run NAME (--checkpoints DIR | --hf-cache DIR | --checkpoint STEP=PATH ...)\n"
       "(--probe-tokens F | --probe-text F [--probe-mode windows|lines])\n"
       "[--samples N] [--seq-len L] [--token-samples M] [--force] [--wait]\n"
       "[--follow [--until-step N]]";
   submit.summary = "analyze a run's checkpoints with a probe (queues a job)";
   submit.flags = {
       StringFlag("run", "NAME", "the run the steps belong to"),
-      StringFlag("checkpoints", "DIR", "a directory whose subdirectories are the steps"),
+      StringFlag("checkpoints", "DIR",
+                 "a directory whose subdirectories are the steps (step_20k, step1000,\n"
+                 "checkpoint-200, stage1-step1000-tokens4B, ckpt_042, ...), or a\n"
+                 "Hugging Face cache repository"),
+      StringFlag("hf-cache", "DIR",
+                 "a Hugging Face cache repository (hub/models--ORG--NAME): its refs\n"
+                 "(revisions such as step1000) name the steps, its snapshots hold them"),
       RepeatedFlag("checkpoint", "STEP=PATH",
                    "one checkpoint (repeatable), instead of --checkpoints"),
       StringFlag("probe-tokens", "F", "probe: JSON lines of token ids, used verbatim"),
@@ -314,7 +326,8 @@ std::vector<Command> JobCommands() {
   CommandSpec follow;
   follow.name = "follow";
   follow.synopsis =
-      "--run NAME --checkpoints DIR (--probe-tokens F | --probe-text F [--probe-mode M])\n"
+      "--run NAME (--checkpoints DIR | --hf-cache DIR)\n"
+      "(--probe-tokens F | --probe-text F [--probe-mode M])\n"
       "[--samples N] [--seq-len L] [--token-samples M] [--force] [--until-step N]";
   follow.summary = "analyze a run while it trains: each new checkpoint once it is whole";
   for (const FlagSpec& flag : submit.flags) {

@@ -18,6 +18,24 @@ namespace anisoscope::server {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A checkpoint directory resolved inside the roots, and each of its entries too: a symlinked
+// step, or a weight file linked elsewhere (a Hugging Face cache snapshot links into its
+// blobs/), must not lead out of them.
+absl::StatusOr<fs::path> ResolveCheckpointDir(const std::string& dir, const PathPolicy& policy) {
+  ASSIGN_OR_RETURN(fs::path resolved, policy.Resolve(dir, "checkpoint"));
+  std::error_code ec;
+  if (!fs::is_directory(resolved, ec)) return resolved;  // the caller names it
+  for (fs::directory_iterator it(resolved, ec), end; !ec && it != end; it.increment(ec)) {
+    RETURN_IF_ERROR(policy.Resolve(it->path().string(), "checkpoint file").status());
+  }
+  if (ec) return absl::InvalidArgumentError(absl::StrCat(dir, ": cannot list: ", ec.message()));
+  return resolved;
+}
+
+}  // namespace
+
 absl::Status ValidateRunName(const std::string& run) {
   if (run.empty() || run.size() > 128) {
     return absl::InvalidArgumentError(
@@ -90,12 +108,21 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
   if (request.has_until_step() && !request.follow()) {
     return absl::InvalidArgumentError("until_step applies to follow only");
   }
+  if (request.hf_cache() && !has_dir) {
+    return absl::InvalidArgumentError("hf_cache describes checkpoints_dir: give checkpoints_dir");
+  }
   if (has_dir) {
     absl::StatusOr<fs::path> dir = policy.Resolve(request.checkpoints_dir(), "checkpoints_dir");
     if (!dir.ok()) return dir.status();
     if (!fs::is_directory(*dir, error)) {
       return absl::InvalidArgumentError(
           absl::StrCat("checkpoints_dir '", request.checkpoints_dir(), "' is not a directory"));
+    }
+    if (request.hf_cache() && !analysis::IsHfCacheRepository(*dir)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoints_dir '", request.checkpoints_dir(),
+          "' is not a Hugging Face cache repository (models--ORG--NAME with refs/ and "
+          "snapshots/)"));
     }
     if (request.follow()) {
       spec.follow_dir = dir->string();
@@ -107,8 +134,7 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     absl::StatusOr<std::vector<analysis::DiscoveredStep>> steps = analysis::DiscoverSteps(*dir);
     if (!steps.ok()) return steps.status();
     for (const analysis::DiscoveredStep& step : *steps) {
-      // Each step directory is resolved again: a symlinked step must not escape the roots.
-      absl::StatusOr<fs::path> path = policy.Resolve(step.path.string(), "checkpoint");
+      absl::StatusOr<fs::path> path = ResolveCheckpointDir(step.path.string(), policy);
       if (!path.ok()) return path.status();
       spec.checkpoints.push_back({step.step, path->string()});
     }
@@ -118,7 +144,7 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
         return absl::InvalidArgumentError(
             absl::StrCat("checkpoint step must be >= 0, got ", ref.step()));
       }
-      absl::StatusOr<fs::path> path = policy.Resolve(ref.path(), "checkpoint");
+      absl::StatusOr<fs::path> path = ResolveCheckpointDir(ref.path(), policy);
       if (!path.ok()) return path.status();
       if (!fs::is_directory(*path, error)) {
         return absl::InvalidArgumentError(
@@ -157,8 +183,7 @@ absl::StatusOr<std::vector<storage::CheckpointSpec>> NewWholeCheckpoints(
                     std::string(whole.message()));
       continue;
     }
-    // Each step directory is resolved again: a symlinked step must not escape the roots.
-    ASSIGN_OR_RETURN(const fs::path path, policy.Resolve(step.path.string(), "checkpoint"));
+    ASSIGN_OR_RETURN(const fs::path path, ResolveCheckpointDir(step.path.string(), policy));
     found.push_back({step.step, path.string()});
   }
   return found;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <system_error>
@@ -57,11 +58,62 @@ std::optional<int64_t> AfterKeyword(std::string_view name, std::string_view keyw
   return std::nullopt;
 }
 
+// The step directories named directly under `dir`.
+absl::Status ListNamedDirectories(const std::filesystem::path& dir,
+                                  std::vector<DiscoveredStep>& steps) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    if (!it->is_directory(entry_ec)) continue;  // follows symlinks
+    if (std::optional<int64_t> step = ParseStep(it->path().filename().string())) {
+      steps.push_back({*step, it->path()});
+    }
+  }
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat(dir.string(), ": cannot list: ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// The snapshots of a cache repository's refs whose revision names (paths under refs/, as
+// "step1000" or "pr/1") carry a step. A ref file holds the commit its snapshot is named by.
+absl::Status ListCacheSnapshots(const std::filesystem::path& dir,
+                                std::vector<DiscoveredStep>& steps) {
+  const std::filesystem::path refs = dir / "refs";
+  std::error_code ec;
+  std::filesystem::recursive_directory_iterator it(refs, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    if (!it->is_regular_file(entry_ec)) continue;
+    const std::string revision = it->path().lexically_relative(refs).generic_string();
+    const std::optional<int64_t> step = ParseStep(revision);
+    if (!step.has_value()) continue;
+    std::string commit;
+    std::ifstream(it->path()) >> commit;
+    const bool hexadecimal = !commit.empty() && commit.size() <= 64 &&
+                             std::all_of(commit.begin(), commit.end(), [](char c) {
+                               return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+                             });
+    if (!hexadecimal) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          it->path().string(), ": a cache ref must hold a commit hash, not '", commit, "'"));
+    }
+    const std::filesystem::path snapshot = dir / "snapshots" / commit;
+    if (std::filesystem::is_directory(snapshot, entry_ec)) steps.push_back({*step, snapshot});
+  }
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat(refs.string(), ": cannot list: ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::optional<int64_t> ParseStep(std::string_view directory_name) {
   if (std::optional<int64_t> step = AfterKeyword(directory_name, "step")) return step;
   if (std::optional<int64_t> step = AfterKeyword(directory_name, "checkpoint")) return step;
+  if (std::optional<int64_t> step = AfterKeyword(directory_name, "ckpt")) return step;
   if (!directory_name.empty() &&
       std::all_of(directory_name.begin(), directory_name.end(), IsDigit)) {
     return ParseCount(directory_name, 0);
@@ -78,23 +130,20 @@ absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem:
   return steps;
 }
 
+bool IsHfCacheRepository(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::is_directory(dir / "refs", ec) &&
+         std::filesystem::is_directory(dir / "snapshots", ec);
+}
+
 absl::StatusOr<std::vector<DiscoveredStep>> ListStepDirectories(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::InvalidArgumentError(absl::StrCat(dir.string(), " is not a directory"));
   }
   std::vector<DiscoveredStep> steps;
-  std::filesystem::directory_iterator it(dir, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    std::error_code entry_ec;
-    if (!it->is_directory(entry_ec)) continue;  // follows symlinks
-    if (std::optional<int64_t> step = ParseStep(it->path().filename().string())) {
-      steps.push_back({*step, it->path()});
-    }
-  }
-  if (ec) {
-    return absl::InvalidArgumentError(absl::StrCat(dir.string(), ": cannot list: ", ec.message()));
-  }
+  RETURN_IF_ERROR(IsHfCacheRepository(dir) ? ListCacheSnapshots(dir, steps)
+                                           : ListNamedDirectories(dir, steps));
   std::sort(steps.begin(), steps.end(), [](const DiscoveredStep& a, const DiscoveredStep& b) {
     return a.step != b.step ? a.step < b.step : a.path < b.path;
   });

@@ -1,5 +1,7 @@
-// Maps a directory of checkpoint directories to training steps.
-// Pure functions of the file system; thread-safe.
+// Maps a directory of checkpoint directories to training steps: either a directory whose
+// subdirectories' names carry the steps, or a Hugging Face cache repository
+// (models--ORG--NAME: refs/REVISION files naming commits, snapshots/COMMIT/ holding the
+// files), whose revision names carry them. Pure functions of the file system; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -19,15 +21,19 @@ struct DiscoveredStep {
 
 // The training step named by a checkpoint directory name, e.g.
 // "multiberts-seed_0-step_20k" -> 20000, "step_600" -> 600, "step40" -> 40,
-// "checkpoint-200" -> 200, "stage1-step1000-tokens4B" -> 1000, "step_1M" -> 1000000.
-// nullopt when the name carries no step.
+// "checkpoint-200" -> 200, "stage1-step1000-tokens4B" -> 1000, "step_1M" -> 1000000,
+// "ckpt_042" -> 42 (LLM360's checkpoint index). nullopt when the name carries no step.
 std::optional<int64_t> ParseStep(std::string_view directory_name);
 
-// The subdirectories of `dir` whose names carry a step, sorted by step. Subdirectories
-// without a step in their name are ignored; INVALID_ARGUMENT when two share a step or
-// none is found, naming `dir`.
+// The subdirectories of `dir` whose names carry a step, sorted by step; for a Hugging Face
+// cache repository, the snapshots of the refs whose revision names carry one (a ref whose
+// snapshot is not there yet is skipped). Entries without a step in their name are ignored;
+// INVALID_ARGUMENT when two share a step or none is found, naming `dir`.
 absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem::path& dir);
 // The same, where none is no error (a followed run before its first checkpoint).
 absl::StatusOr<std::vector<DiscoveredStep>> ListStepDirectories(const std::filesystem::path& dir);
+
+// Whether `dir` is laid out as a Hugging Face cache repository (refs/ and snapshots/).
+bool IsHfCacheRepository(const std::filesystem::path& dir);
 
 }  // namespace anisoscope::analysis

@@ -220,10 +220,12 @@ class Client:
 
     def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
                probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False,
-               follow=False, until_step=None, token_samples=None):
+               follow=False, until_step=None, token_samples=None, hf_cache=None):
         """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
 
         checkpoints_dir: a directory whose subdirectories are the steps; or
+        hf_cache: a Hugging Face cache repository (hub/models--ORG--NAME) whose refs
+            (revisions such as "step1000") name the steps; or
         checkpoints: {step: path} or (step, path) pairs.
         probe_tokens: JSON lines of token ids, used verbatim; or
         probe_text: text tokenized with each checkpoint's own tokenizer, cut into
@@ -242,7 +244,7 @@ class Client:
                                  probe_tokens=probe_tokens, probe_text=probe_text,
                                  probe_mode=probe_mode, samples=samples, seq_len=seq_len,
                                  force=force, follow=follow, until_step=until_step,
-                                 token_samples=token_samples)
+                                 token_samples=token_samples, hf_cache=hf_cache)
         return Job.from_proto(self._call(self._jobs.SubmitJob, request))
 
     def wait(self, job, *, progress=None, timeout=None):

@@ -34,12 +34,15 @@ def add_checkpoints(request, checkpoints):
 
 def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_text, probe_mode,
                    samples, seq_len, force, follow=False, until_step=None,
-                   token_samples=None):
+                   token_samples=None, hf_cache=None):
     """The SubmitJobRequest of Client.submit; ValueError names the argument at fault."""
-    if (checkpoints_dir is None) == (checkpoints is None):
-        raise ValueError("submit: give checkpoints_dir or checkpoints, not both"
-                         if checkpoints is not None
-                         else "submit: checkpoints_dir or checkpoints is required")
+    sources = [checkpoints_dir, hf_cache, checkpoints]
+    if sum(source is not None for source in sources) != 1:
+        raise ValueError("submit: give one of checkpoints_dir, hf_cache, checkpoints"
+                         if any(source is not None for source in sources)
+                         else "submit: checkpoints_dir, hf_cache or checkpoints is required")
+    if hf_cache is not None:
+        checkpoints_dir = hf_cache
     if (probe_tokens is None) == (probe_text is None):
         raise ValueError("submit: give probe_tokens or probe_text, not both"
                          if probe_text is not None
@@ -52,7 +55,8 @@ def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_tex
         raise ValueError("follow: watches a directory: give checkpoints_dir")
     if until_step is not None and not follow:
         raise ValueError("until_step: applies to follow")
-    request = pb.SubmitJobRequest(run=run, force=force, follow=follow)
+    request = pb.SubmitJobRequest(run=run, force=force, follow=follow,
+                                  hf_cache=hf_cache is not None)
     if until_step is not None:
         request.until_step = operator.index(until_step)
     if checkpoints_dir is not None:

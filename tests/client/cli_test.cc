@@ -307,9 +307,11 @@ TEST(SubmitRequestTest, ConflictingOrMalformedFlagsAreUsageErrors) {
   };
   EXPECT_EQ(error({"--checkpoints", "d", "--probe-text", "t"}), "submit: --run is required");
   EXPECT_EQ(error({"--run", "r", "--probe-text", "t"}),
-            "submit: --checkpoints DIR or --checkpoint STEP=PATH is required");
+            "submit: --checkpoints DIR, --hf-cache DIR or --checkpoint STEP=PATH is required");
   EXPECT_EQ(error({"--run", "r", "--checkpoints", "d", "--checkpoint", "1=a", "--probe-text", "t"}),
-            "submit: give --checkpoints DIR or --checkpoint STEP=PATH, not both");
+            "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH");
+  EXPECT_EQ(error({"--run", "r", "--checkpoints", "d", "--hf-cache", "c", "--probe-text", "t"}),
+            "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH");
   EXPECT_EQ(error({"--run", "r", "--checkpoint", "x=a", "--probe-text", "t"}),
             "--checkpoint: expected STEP=PATH with STEP >= 0, got 'x=a'");
   EXPECT_EQ(

@@ -5,6 +5,7 @@ and OLMo-2-style (q/k norms, sharded safetensors) checkpoint series through the 
 float64 reference (tests/reference, written from the Hugging Face GPTNeoX / GPT-2 / Llama /
 Olmo2 definitions); and a text probe through Pythia's own byte-level BPE tokenizer when
 the fixture has tokenizer.json."""
+import hashlib
 import json
 import os
 import shutil
@@ -109,6 +110,46 @@ class CausalEndToEndTest(unittest.TestCase):
 
     def test_olmo2_style_series_matches_reference(self):
         self.check_suite_matches_reference("olmo2")
+
+    def hf_cache(self, suite):
+        """The suite laid out as huggingface_hub caches a repository: refs/REVISION holds a
+        commit, snapshots/COMMIT/ links each file into blobs/ (named by its content's hash)."""
+        repository = os.path.join(self.work, f"models--anisoscope--{suite}")
+        for sub in ("refs", "blobs", "snapshots"):
+            os.makedirs(os.path.join(repository, sub), exist_ok=True)
+        commit = None
+        for step in STEPS:
+            revision = SUITES[suite][1].format(step)
+            commit = hashlib.sha1(revision.encode()).hexdigest()
+            snapshot = os.path.join(repository, "snapshots", commit)
+            os.makedirs(snapshot)
+            source = os.path.join(FIXTURE, suite, revision)
+            for name in os.listdir(source):
+                with open(os.path.join(source, name), "rb") as f:
+                    blob = hashlib.sha256(f.read()).hexdigest()
+                shutil.copy(os.path.join(source, name), os.path.join(repository, "blobs", blob))
+                os.symlink(os.path.join("..", "..", "blobs", blob), os.path.join(snapshot, name))
+            with open(os.path.join(repository, "refs", revision), "w") as f:
+                f.write(commit)
+        with open(os.path.join(repository, "refs", "main"), "w") as f:
+            f.write(commit)
+        return repository
+
+    def test_olmo2_branches_in_a_hugging_face_cache(self):
+        repository = self.hf_cache("olmo2")
+        result = self.server.cli("submit", "--run", "olmo2_cache", "--hf-cache", repository,
+                                 "--probe-tokens", os.path.join(FIXTURE, "probe.jsonl"), "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
+        points = self.query("olmo2_cache", "attn_entropy")
+        self.assertEqual(sorted({p["step"] for p in points}), STEPS)
+        for p in points:
+            want = reference("olmo2", p["step"])["heads"][p["layer"] * 4 + p["head"]]
+            self.assertLess(abs(p["value"] - want["attn_entropy"]), 2e-4, p)
+        plain = self.server.cli("submit", "--run", "not_a_cache", "--hf-cache",
+                                os.path.join(FIXTURE, "olmo2"), "--probe-tokens",
+                                os.path.join(FIXTURE, "probe.jsonl"))
+        self.assertNotEqual(plain.returncode, 0)
+        self.assertIn("is not a Hugging Face cache repository", plain.stderr)
 
     def test_llama_linear_rope_scaling_matches_reference(self):
         self.check_suite_matches_reference("llama_linear_rope", steps=[STEPS[-1]])

@@ -295,9 +295,11 @@ class ErrorTest(unittest.TestCase):
     def test_bad_submit_arguments_are_refused_before_any_call(self):
         bin_dir = os.path.join(FIXTURE, "bin")
         cases = [
-            (dict(probe_tokens=PROBE), "checkpoints_dir or checkpoints is required"),
+            (dict(probe_tokens=PROBE), "checkpoints_dir, hf_cache or checkpoints is required"),
             (dict(checkpoints_dir=bin_dir, checkpoints={0: bin_dir}, probe_tokens=PROBE),
-             "not both"),
+             "give one of checkpoints_dir, hf_cache, checkpoints"),
+            (dict(checkpoints_dir=bin_dir, hf_cache=bin_dir, probe_tokens=PROBE),
+             "give one of checkpoints_dir, hf_cache, checkpoints"),
             (dict(checkpoints_dir=bin_dir), "probe_tokens or probe_text is required"),
             (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, probe_mode="lines"),
              "applies only to probe_text"),

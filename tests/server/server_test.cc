@@ -350,7 +350,34 @@ TEST_F(ServerTest, PathsOutsideAllowedRootsArePermissionDenied) {
   ref->set_step(1);
   ref->set_path((root_ / "escape" / "step_1").string());
   EXPECT_EQ(Submit(list, &job).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  // A Hugging Face cache snapshot whose weight file links out of the root (the hub links
+  // into blobs/ of the same repository); the same layout linking into its own blobs is taken.
+  const fs::path cache = root_ / "models--org--name";
+  fs::create_directories(cache / "refs");
+  fs::create_directories(cache / "blobs");
+  std::ofstream(cache / "refs" / "step100") << "abc123";
+  std::ofstream(cache / "blobs" / "configblob") << "{}";
+  fs::create_directories(cache / "snapshots" / "abc123");
+  fs::create_symlink("../../blobs/configblob", cache / "snapshots" / "abc123" / "config.json");
+  std::ofstream(outside_ / "weights") << std::string(1000, 'w');
+  fs::create_symlink(outside_ / "weights", cache / "snapshots" / "abc123" / "model.safetensors");
+  status = Submit(DirRequest("r", cache), &job);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_NE(status.error_message().find("checkpoint file"), std::string::npos)
+      << status.error_message();
+  EXPECT_NE(status.error_message().find("model.safetensors"), std::string::npos)
+      << status.error_message();
+  fs::remove(cache / "snapshots" / "abc123" / "model.safetensors");
+  std::ofstream(cache / "blobs" / "weightsblob") << std::string(1000, 'w');
+  fs::create_symlink("../../blobs/weightsblob",
+                     cache / "snapshots" / "abc123" / "model.safetensors");
   EXPECT_EQ(engine_->Started(), 0);
+  pb::SubmitJobRequest from_cache = DirRequest("r", cache);
+  status = Submit(from_cache, &job);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(job.checkpoints_size(), 1);
+  if (job.checkpoints_size() == 1) EXPECT_EQ(job.checkpoints(0).step(), 100);
 }
 
 TEST_F(ServerTest, BadSpecsAreInvalidArgument) {

@@ -26,6 +26,10 @@ TEST(StepDiscoveryTest, ParseStepTable) {
       {"checkpoint-200", 200},
       {"checkpoint-400000", 400000},
       {"stage1-step1000-tokens4B", 1000},
+      {"stage2-ingredient1-step1000-tokens5B", 1000},
+      {"step1000-tokens4B", 1000},
+      {"ckpt_000", 0},
+      {"ckpt_359", 359},
       {"seed_3-step_7", 7},
       {"1200", 1200},
       {"global_step500", 500},
@@ -99,6 +103,52 @@ TEST_F(DiscoverStepsTest, NotADirectoryNamesIt) {
                        (root_ / "file").string(), "not a directory"));
   EXPECT_TRUE(StatusIs(DiscoverSteps(root_ / "missing").status(),
                        absl::StatusCode::kInvalidArgument, (root_ / "missing").string()));
+}
+
+// A Hugging Face cache repository as huggingface_hub lays it out: refs/REVISION holds a
+// commit, snapshots/COMMIT/ holds symlinks into blobs/.
+class HfCacheTest : public DiscoverStepsTest {
+ protected:
+  fs::path Snapshot(const std::string& revision, const std::string& commit) {
+    fs::create_directories((root_ / "refs" / revision).parent_path());
+    std::ofstream(root_ / "refs" / revision) << commit;  // no newline, as the hub writes it
+    const fs::path snapshot = Dir("snapshots/" + commit);
+    fs::create_directories(root_ / "blobs");
+    std::ofstream(root_ / "blobs" / ("blob" + commit)) << "{}";
+    fs::create_symlink(fs::path("../../blobs") / ("blob" + commit), snapshot / "config.json");
+    return snapshot;
+  }
+};
+
+TEST_F(HfCacheTest, RevisionNamesCarryTheStepsAndRefsNameTheSnapshots) {
+  Snapshot("main", "c0ffee");
+  const fs::path first = Snapshot("stage1-step1000-tokens5B", "a1b2c3");
+  const fs::path second = Snapshot("stage1-step2000-tokens9B", "d4e5f6");
+  Snapshot("pr/1", "0123ab");
+  std::ofstream(root_ / "refs" / "step3000") << "fedcba";  // its snapshot is not there yet
+  Dir("step_5");  // not a snapshot: a cache repository is read through its refs only
+  ASSERT_TRUE(IsHfCacheRepository(root_));
+  absl::StatusOr<std::vector<DiscoveredStep>> steps = DiscoverSteps(root_);
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  ASSERT_EQ(steps->size(), 2u);
+  EXPECT_EQ((*steps)[0].step, 1000);
+  EXPECT_EQ((*steps)[0].path, first);
+  EXPECT_EQ((*steps)[1].step, 2000);
+  EXPECT_EQ((*steps)[1].path, second);
+}
+
+TEST_F(HfCacheTest, ARefThatIsNotACommitIsNamed) {
+  Snapshot("step100", "abc123");
+  std::ofstream(root_ / "refs" / "step200") << "../../etc";
+  EXPECT_TRUE(StatusIs(DiscoverSteps(root_).status(), absl::StatusCode::kInvalidArgument,
+                       (root_ / "refs" / "step200").string(), "commit hash", "../../etc"));
+}
+
+TEST_F(HfCacheTest, TwoRevisionsNamingOneStepAreRefused) {
+  Snapshot("step1000", "abc123");
+  Snapshot("stage1-step1000-tokens4B", "def456");
+  EXPECT_TRUE(StatusIs(DiscoverSteps(root_).status(), absl::StatusCode::kInvalidArgument,
+                       "both name step 1000"));
 }
 
 }  // namespace
