@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
+#include "analysis/checkpoint/fingerprint.h"
 #include "analysis/extractor.h"
 #include "analysis/host_memory.h"
 #include "analysis/metrics/embedding_isotropy.h"
@@ -185,12 +186,14 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   c10::InferenceMode inference_mode;
   std::unique_ptr<TransformerModel> model;
   uint64_t checkpoint_bytes = 0;
+  std::string fingerprint;
   {
     // The checkpoint's own tensors are released once the model holds its copies or views.
     ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(checkpoint_dir));
     ASSIGN_OR_RETURN(model, CreateModel(checkpoint, {options_.device, options_.dtype}));
     RETURN_IF_ERROR(ValidateProbe(probe, model->shape(), checkpoint.config_path()));
     checkpoint_bytes = checkpoint.size_bytes();
+    ASSIGN_OR_RETURN(fingerprint, FingerprintFiles(checkpoint.weight_files()));
   }
   const at::Device device = model->device();
 
@@ -217,6 +220,7 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   metrics.embed_partition_isotropy = EmbeddingPartitionIsotropy(model->input_embedding());
   const at::Tensor gain = model->final_norm_gain().to(at::kCPU, at::kDouble).contiguous();
   metrics.final_norm_gain.assign(gain.data_ptr<double>(), gain.data_ptr<double>() + gain.numel());
+  metrics.fingerprint = std::move(fingerprint);
   metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return metrics;
 }

@@ -26,6 +26,7 @@
 #include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/checkpoint/checkpoint_prefetcher.h"
+#include "analysis/checkpoint/fingerprint.h"
 #include "analysis/checkpoint/weight_files.h"
 #include "analysis/device_memory.h"
 #include "analysis/extractor.h"
@@ -219,6 +220,23 @@ double RunSeries(Extractor& extractor, const BenchOptions& options, const Probe&
   return total;
 }
 
+// The checkpoint's fingerprint alone (the weight files hashed, as every extract does),
+// best of three from the page cache.
+ReadFigures TimeFingerprint(const fs::path& dir) {
+  auto checkpoint = Checkpoint::Load(dir);
+  if (!checkpoint.ok()) Fail(checkpoint.status());
+  ReadFigures figures;
+  figures.bytes = checkpoint->size_bytes();
+  figures.seconds = 1e30;
+  for (int r = 0; r < 3; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    auto fingerprint = FingerprintFiles(checkpoint->weight_files());
+    if (!fingerprint.ok()) Fail(fingerprint.status());
+    figures.seconds = std::min(figures.seconds, Seconds(start));
+  }
+  return figures;
+}
+
 int Run(const BenchOptions& options) {
   auto extractor = CreateTorchExtractor(options.extractor);
   if (!extractor.ok()) Fail(extractor.status());
@@ -260,10 +278,15 @@ int Run(const BenchOptions& options) {
   const ReadFigures read = TimeRead(options.checkpoint);
   std::printf("read (load, every byte touched):    %.3f s, %.2f GB/s\n", read.seconds,
               read.bytes / read.seconds / 1e9);
+  const ReadFigures hashed = TimeFingerprint(options.checkpoint);
+  std::printf("fingerprint (XXH3-128, every byte): %.3f s, %.2f GB/s, %.1f %% of an extract\n",
+              hashed.seconds, hashed.bytes / hashed.seconds / 1e9,
+              100 * hashed.seconds / best_extract);
   std::printf("ratio extract / forward-only:       %.2f\n", best_extract / best_forward);
   const double checkpoint_mib = MiB(DirectoryBytes(options.checkpoint));
   std::printf(
-      "checkpoint size %.1f MiB, peak RSS of an extract %.1f MiB (%.1f MiB before the first load; the "
+      "checkpoint size %.1f MiB, peak RSS of an extract %.1f MiB (%.1f MiB before the first load; "
+      "the "
       "checkpoint's steps added %.2f x its size)",
       checkpoint_mib, peak_mib, rss_before, (peak_mib - rss_before) / checkpoint_mib);
   if (device.is_cuda()) std::printf(", peak GPU memory (extract) %.1f MiB", MiB(device_peak));

@@ -239,6 +239,7 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
   probe->set_seq_len(args.GetInt("seq-len", 0));
   if (args.Has("token-samples")) probe->set_token_samples(args.GetInt("token-samples"));
   request.set_force(args.Has("force"));
+  request.set_dedupe(args.Has("dedupe"));
   request.set_follow(follow || args.Has("follow"));
   if (args.Has("until-step")) {
     if (!request.follow()) return absl::InvalidArgumentError("--until-step: applies to --follow");
@@ -285,7 +286,7 @@ std::vector<Command> JobCommands() {
   submit.synopsis =
       "--run NAME (--checkpoints DIR | --hf-cache DIR | --checkpoint STEP=PATH ...)\n"
       "(--probe-tokens F | --probe-text F [--probe-mode windows|lines])\n"
-      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--wait]\n"
+      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--dedupe] [--wait]\n"
       "[--follow [--until-step N]]";
   submit.summary = "analyze a run's checkpoints with a probe (queues a job)";
   submit.flags = {
@@ -311,6 +312,9 @@ std::vector<Command> JobCommands() {
               "(default 128; 0: none; at most the probe's tokens)",
               0, 65536),
       BoolFlag("force", "recompute and replace steps already stored for this probe"),
+      BoolFlag("dedupe",
+               "skip a step whose weights are the same as an earlier stored step's\n"
+               "(equal fingerprints: a suite serving one checkpoint under two names)"),
       BoolFlag("wait", "then follow the job until it ends, like 'watch'"),
       BoolFlag("follow",
                "keep watching --checkpoints DIR: each new step directory joins the job\n"
@@ -328,7 +332,8 @@ std::vector<Command> JobCommands() {
   follow.synopsis =
       "--run NAME (--checkpoints DIR | --hf-cache DIR)\n"
       "(--probe-tokens F | --probe-text F [--probe-mode M])\n"
-      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--until-step N]";
+      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--dedupe]\n"
+      "[--until-step N]";
   follow.summary = "analyze a run while it trains: each new checkpoint once it is whole";
   for (const FlagSpec& flag : submit.flags) {
     if (flag.name != "checkpoint" && flag.name != "wait" && flag.name != "follow") {

@@ -92,12 +92,17 @@ std::string RunsTable(const std::vector<v1::Run>& runs) {
       const auto [low, high] = std::minmax_element(run.steps().begin(), run.steps().end());
       range = absl::StrCat(*low, "..", *high);
     }
+    std::vector<std::string> duplicates;  // STEP=EARLIER: the same weights
+    for (const v1::StepDuplicate& duplicate : run.duplicates()) {
+      duplicates.push_back(absl::StrCat(duplicate.step(), "=", duplicate.duplicate_of()));
+    }
     rows.push_back(
         {run.name(), run.model_family(), absl::StrCat(run.num_layers(), "x", run.num_heads()),
-         probes.empty() ? "-" : absl::StrJoin(probes, ","), absl::StrCat(run.steps_size()), range});
+         probes.empty() ? "-" : absl::StrJoin(probes, ","), absl::StrCat(run.steps_size()), range,
+         duplicates.empty() ? "-" : absl::StrJoin(duplicates, ",")});
   }
-  return RenderTable({"NAME", "FAMILY", "LAYERSxHEADS", "PROBES", "STEPS", "RANGE"}, rows,
-                     {false, false, true, false, true, false});
+  return RenderTable({"NAME", "FAMILY", "LAYERSxHEADS", "PROBES", "STEPS", "RANGE", "SAME WEIGHTS"},
+                     rows, {false, false, true, false, true, false, false});
 }
 
 }  // namespace anisoscope::client

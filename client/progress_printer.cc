@@ -72,9 +72,16 @@ std::string ProgressPrinter::FinishedLine(const v1::Job& job,
   switch (checkpoint.state()) {
     case v1::STEP_STATE_DONE:
       absl::StrAppend(&text, absl::StrFormat("done %.1f s", checkpoint.seconds()));
+      if (checkpoint.has_duplicate_of()) {
+        absl::StrAppend(&text, "; WARNING: the same weights as step ", checkpoint.duplicate_of(),
+                        " (", checkpoint.fingerprint(), ")");
+      }
       break;
     case v1::STEP_STATE_SKIPPED:
-      absl::StrAppend(&text, "skipped (already stored)");
+      absl::StrAppend(&text, checkpoint.has_duplicate_of()
+                                 ? absl::StrCat("skipped: the same weights as step ",
+                                                checkpoint.duplicate_of(), " (--dedupe)")
+                                 : std::string("skipped (already stored)"));
       break;
     case v1::STEP_STATE_FAILED:
       absl::StrAppend(&text,

@@ -117,7 +117,9 @@ int RunTrajectory(const ParsedArgs& args, const CommandContext& context) {
 std::vector<Command> QueryCommands() {
   CommandSpec runs;
   runs.name = "runs";
-  runs.summary = "list runs: model family, layers x heads, probes, steps";
+  runs.summary =
+      "list runs: model family, layers x heads, probes, steps, and steps with an earlier\n"
+      "step's weights (SAME WEIGHTS: STEP=EARLIER, equal fingerprints)";
 
   CommandSpec query;
   query.name = "query";

@@ -17,6 +17,7 @@ PACKAGES=(
   libcli11-dev                       # anisoscope-worker's and the server host commands' flags
   libeigen3-dev                      # the projections' SVD (server/trajectory_projection.cc)
   libboost-dev                       # Boost.Math: the correlation tests' p-values (server/statistical_tests.cc)
+  libxxhash-dev                      # XXH3: the checkpoints' fingerprints (analysis/checkpoint/fingerprint.cc)
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates
   slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
   python3-yaml                       # the Kubernetes manifest test

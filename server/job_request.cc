@@ -81,6 +81,7 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
   storage::JobSpec spec;
   spec.run = request.run();
   spec.force = request.force();
+  spec.dedupe = request.dedupe();
   if (!request.has_probe()) return absl::InvalidArgumentError("probe is required");
   if (absl::Status status = ProbeSpecFromProto(request.probe(), &spec); !status.ok()) {
     return status;
@@ -119,10 +120,10 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
           absl::StrCat("checkpoints_dir '", request.checkpoints_dir(), "' is not a directory"));
     }
     if (request.hf_cache() && !analysis::IsHfCacheRepository(*dir)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoints_dir '", request.checkpoints_dir(),
-          "' is not a Hugging Face cache repository (models--ORG--NAME with refs/ and "
-          "snapshots/)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoints_dir '", request.checkpoints_dir(),
+                       "' is not a Hugging Face cache repository (models--ORG--NAME with refs/ and "
+                       "snapshots/)"));
     }
     if (request.follow()) {
       spec.follow_dir = dir->string();

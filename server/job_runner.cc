@@ -430,7 +430,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
                                                              const std::string& actor) {
   const std::string& lease_id = request.lease_id();
   int64_t job_id = 0;
-  bool force = false;
+  storage::StoreMode mode;
   std::string device;
   storage::JobCheckpoint finished;
   std::string ns;
@@ -450,7 +450,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
     ActiveJob* job = active_.at(lease->key.first).get();
     job_id = lease->key.first;
     device = lease->device;
-    force = job->record.spec.force;
+    mode = {job->record.spec.force, job->record.spec.dedupe};
     ns = job->record.spec.ns;
     run = job->record.spec.run;
     finished = job->record.checkpoints[lease->key.second];
@@ -458,7 +458,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   // The upload is checked and written outside the lock: heartbeats of other leases go on.
   absl::StatusOr<storage::StepResult> result =
       StepResultFromUpload(request, run, finished.step, finished.path);
-  absl::StatusOr<storage::FinishedLease> stored = storage::FinishedLease{StepState::kFailed};
+  absl::StatusOr<storage::FinishedLease> stored = storage::FinishedLease{};
   if (!result.ok()) {
     stored = result.status();
   } else {
@@ -470,7 +470,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
     finished.seconds = request.seconds();
     finished.lease_id.clear();
     finished.lease_local = false;
-    stored = store_->FinishLease(job_id, lease_id, finished, *result, force);
+    stored = store_->FinishLease(job_id, lease_id, finished, *result, mode);
   }
   Deliveries deliveries;
   absl::Status status = stored.status();
@@ -494,8 +494,13 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
       status = absl::Status(stored.status().code(), error);
     } else {
       ActiveJob* job = active_.at(key.first).get();
-      finished.state = stored->state;
+      finished = stored->checkpoint;
       job->record.checkpoints[key.second] = finished;
+      if (finished.duplicate_of >= 0) {
+        spdlog::warn("job {} step {} has the same weights as step {} ({}){}", key.first,
+                     finished.step, finished.duplicate_of, finished.fingerprint,
+                     finished.state == StepState::kSkipped ? ": not stored (dedupe)" : "");
+      }
       job->record.updated_at = stored->updated_at;
       leases_.erase(it);
       spdlog::info("job {} step {} {} in {:.2f} s by {}", key.first, finished.step,
@@ -506,14 +511,15 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   }
   for (auto& deliver : deliveries) deliver();
   if (!status.ok()) return status;
-  if (options_.metrics != nullptr && stored->state == StepState::kDone) {
+  const StepState state = stored->checkpoint.state;
+  if (options_.metrics != nullptr && state == StepState::kDone) {
     options_.metrics->RecordCheckpoint(request.metrics().model_family(), device, request.seconds());
   }
   Audit({0, "", actor, ns, "complete", absl::StrCat("job ", job_id, " step ", finished.step),
-         absl::StrCat("run ", run, ", ", storage::StepStateName(stored->state), " by worker '",
+         absl::StrCat("run ", run, ", ", storage::StepStateName(state), " by worker '",
                       finished.worker, "' in ", absl::SixDigits(finished.seconds), " s")});
   pb::CompleteWorkResponse response;
-  response.set_state(ToProto(stored->state));
+  response.set_state(ToProto(state));
   return response;
 }
 

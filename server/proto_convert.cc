@@ -54,6 +54,8 @@ void ToProto(const storage::JobCheckpoint& checkpoint, pb::CheckpointStatus* out
   out->set_seconds(checkpoint.seconds);
   out->set_attempt(checkpoint.attempt);
   out->set_worker(checkpoint.worker);
+  out->set_fingerprint(checkpoint.fingerprint);
+  if (checkpoint.duplicate_of >= 0) out->set_duplicate_of(checkpoint.duplicate_of);
 }
 
 void ToProto(const storage::JobRecord& job, pb::Job* out) {
@@ -63,6 +65,7 @@ void ToProto(const storage::JobRecord& job, pb::Job* out) {
   out->set_state(ToProto(job.state));
   *out->mutable_probe() = ProbeSpecToProto(job.spec);
   out->set_force(job.spec.force);
+  out->set_dedupe(job.spec.dedupe);
   out->set_follow(!job.spec.follow_dir.empty());
   if (job.spec.until_step.has_value()) out->set_until_step(*job.spec.until_step);
   int finished = 0;
@@ -97,6 +100,12 @@ void ToProto(const storage::RunInfo& run, pb::Run* out) {
   for (int64_t step : run.steps) out->add_steps(step);
   out->set_created_at(run.created_at);
   out->set_namespace_(run.ns);
+  for (const storage::StepDuplicate& duplicate : run.duplicates) {
+    pb::StepDuplicate* d = out->add_duplicates();
+    d->set_step(duplicate.step);
+    d->set_duplicate_of(duplicate.duplicate_of);
+    d->set_fingerprint(duplicate.fingerprint);
+  }
 }
 
 void ToProto(const storage::SeriesResult& result, const std::string& metric,

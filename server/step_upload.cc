@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -63,6 +64,19 @@ absl::Status CheckBlocks(const google::protobuf::RepeatedPtrField<Block>& blocks
   return absl::OkStatus();
 }
 
+// Empty (a worker that does not hash) or "xxh3-128:" and 32 lowercase hex digits.
+absl::Status CheckFingerprint(const std::string& fingerprint) {
+  constexpr std::string_view kPrefix = "xxh3-128:";
+  if (fingerprint.empty()) return absl::OkStatus();
+  const bool well_formed =
+      fingerprint.size() == kPrefix.size() + 32 && fingerprint.rfind(kPrefix, 0) == 0 &&
+      std::all_of(fingerprint.begin() + kPrefix.size(), fingerprint.end(),
+                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (well_formed) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("fingerprint '", fingerprint.substr(0, 64),
+                                                 "' is not \"xxh3-128:\" and 32 hex digits"));
+}
+
 absl::Status CheckProbe(const pb::Probe& probe) {
   const std::string& id = probe.id();
   const bool hex = id.size() == 17 && id[0] == 'p' &&
@@ -90,12 +104,14 @@ absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkR
   if (upload.checkpoint_bytes() < 0 || !(upload.seconds() >= 0)) {
     return absl::InvalidArgumentError("checkpoint_bytes and seconds must not be negative");
   }
+  RETURN_IF_ERROR(CheckFingerprint(upload.fingerprint()));
   storage::StepResult result;
   result.run = run;
   result.step = step;
   result.checkpoint_path = checkpoint_path;
   result.checkpoint_bytes = upload.checkpoint_bytes();
   result.seconds = upload.seconds();
+  result.fingerprint = upload.fingerprint();
   result.probe = {upload.probe().id(), upload.probe().description(), upload.probe().num_samples(),
                   upload.probe().num_tokens()};
   result.model_family = metrics.model_family();

@@ -59,7 +59,8 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
   ASSIGN_OR_RETURN(
       Statement select,
       db->Prepare("SELECT step, path, size_bytes, state, error, probe_id, seconds, attempt, "
-                  "lease_id, lease_local, worker FROM checkpoints WHERE job_id = ? ORDER BY step"));
+                  "lease_id, lease_local, worker, fingerprint, duplicate_of FROM checkpoints "
+                  "WHERE job_id = ? ORDER BY step"));
   RETURN_IF_ERROR(select.BindAll(job->id));
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
@@ -82,6 +83,8 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
     checkpoint.lease_id = select.ColumnText(8);
     checkpoint.lease_local = select.ColumnInt(9) != 0;
     checkpoint.worker = select.ColumnText(10);
+    checkpoint.fingerprint = select.ColumnText(11);
+    checkpoint.duplicate_of = select.ColumnInt64(12);
   }
   return absl::OkStatus();
 }
@@ -123,6 +126,7 @@ std::string JobSpecToJson(const JobSpec& spec) {
               {"seq_len", spec.seq_len},
               {"token_samples", spec.token_samples},
               {"force", spec.force},
+              {"dedupe", spec.dedupe},
               {"checkpoints", std::move(checkpoints)}};
   if (!spec.follow_dir.empty()) {
     out["follow_dir"] = spec.follow_dir;
@@ -143,6 +147,7 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& text) {
     spec.seq_len = in.value("seq_len", spec.seq_len);
     spec.token_samples = in.value("token_samples", spec.token_samples);
     spec.force = in.value("force", false);
+    spec.dedupe = in.value("dedupe", false);
     spec.follow_dir = in.value("follow_dir", "");
     if (in.contains("until_step")) spec.until_step = in.at("until_step").get<int64_t>();
     for (const json& checkpoint : in.value("checkpoints", json::array())) {
@@ -257,11 +262,13 @@ absl::StatusOr<std::string> UpdateCheckpointInTransaction(SqliteDb* db, int64_t 
   ASSIGN_OR_RETURN(Statement update,
                    db->Prepare("UPDATE checkpoints SET state = ?, error = ?, probe_id = ?, "
                                "seconds = ?, size_bytes = ?, attempt = ?, lease_id = ?, "
-                               "lease_local = ?, worker = ? WHERE job_id = ? AND step = ?"));
+                               "lease_local = ?, worker = ?, fingerprint = ?, duplicate_of = ? "
+                               "WHERE job_id = ? AND step = ?"));
   RETURN_IF_ERROR(update.BindAll(
       StepStateName(checkpoint.state), checkpoint.error, checkpoint.probe_id, checkpoint.seconds,
       checkpoint.size_bytes, checkpoint.attempt, checkpoint.lease_id,
-      int64_t{checkpoint.lease_local ? 1 : 0}, checkpoint.worker, job_id, checkpoint.step));
+      int64_t{checkpoint.lease_local ? 1 : 0}, checkpoint.worker, checkpoint.fingerprint,
+      checkpoint.duplicate_of, job_id, checkpoint.step));
   RETURN_IF_ERROR(update.Run());
   if (db->Changes() == 0) {
     RETURN_IF_ERROR(GetJobFromDb(db, job_id).status());
@@ -279,9 +286,26 @@ absl::StatusOr<std::string> UpdateCheckpointInDb(SqliteDb* db, int64_t job_id,
   return updated_at;
 }
 
+namespace {
+
+// The earliest stored step of `result`'s run before `result.step` whose weights have
+// `result.fingerprint`; -1 when none (or no fingerprint).
+absl::StatusOr<int64_t> EarlierStepWithFingerprint(SqliteDb* db, const StepResult& result) {
+  if (result.fingerprint.empty()) return -1;
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT MIN(s.step) FROM steps s JOIN runs r ON r.id = s.run_id "
+                               "WHERE r.namespace = ? AND r.name = ? AND s.fingerprint = ? AND "
+                               "s.step < ?"));
+  RETURN_IF_ERROR(select.BindAll(result.ns, result.run, result.fingerprint, result.step));
+  ASSIGN_OR_RETURN(const bool row, select.Step());
+  return row && !select.ColumnIsNull(0) ? select.ColumnInt64(0) : int64_t{-1};
+}
+
+}  // namespace
+
 absl::StatusOr<FinishedLease> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                               const std::string& lease_id, JobCheckpoint checkpoint,
-                                              const StepResult& result, bool replace) {
+                                              const StepResult& result, StoreMode mode) {
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement select,
                    db->Prepare("SELECT lease_id FROM checkpoints WHERE job_id = ? AND step = ?"));
@@ -292,13 +316,21 @@ absl::StatusOr<FinishedLease> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                                       " step ", checkpoint.step,
                                                       " is no longer current"));
   }
-  const absl::Status written = WriteStepInTransaction(db, result, replace);
-  if (absl::IsAlreadyExists(written)) {
-    checkpoint.state = StepState::kSkipped;  // stored meanwhile by another job
+  checkpoint.fingerprint = result.fingerprint;
+  ASSIGN_OR_RETURN(checkpoint.duplicate_of, EarlierStepWithFingerprint(db, result));
+  if (mode.dedupe && checkpoint.duplicate_of >= 0) {
+    checkpoint.state = StepState::kSkipped;
+    checkpoint.error = absl::StrCat("the same weights as step ", checkpoint.duplicate_of, " (",
+                                    result.fingerprint, "): not stored (dedupe)");
   } else {
-    RETURN_IF_ERROR(written);
+    const absl::Status written = WriteStepInTransaction(db, result, mode.replace);
+    if (absl::IsAlreadyExists(written)) {
+      checkpoint.state = StepState::kSkipped;  // stored meanwhile by another job
+    } else {
+      RETURN_IF_ERROR(written);
+    }
   }
-  FinishedLease finished{checkpoint.state};
+  FinishedLease finished{checkpoint};
   ASSIGN_OR_RETURN(finished.updated_at, UpdateCheckpointInTransaction(db, job_id, checkpoint));
   RETURN_IF_ERROR(transaction.Commit());
   return finished;

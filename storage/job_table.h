@@ -46,10 +46,12 @@ absl::StatusOr<std::string> SetJobStateInDb(SqliteDb* db, int64_t id, JobState s
 absl::StatusOr<std::string> UpdateCheckpointInDb(SqliteDb* db, int64_t job_id,
                                                  const JobCheckpoint& checkpoint);
 // Ends lease `lease_id` of `checkpoint.step` in one transaction: writes `result` (a step
-// already stored makes the checkpoint skipped unless `replace`) and stores `checkpoint`.
-// FAILED_PRECONDITION, changing nothing, when the lease is not the current one.
+// already stored makes the checkpoint skipped unless `mode.replace`; with `mode.dedupe`, so
+// does an earlier stored step of the run with the same fingerprint) and stores `checkpoint`
+// with the fingerprint and the earlier step it duplicates. FAILED_PRECONDITION, changing
+// nothing, when the lease is not the current one.
 absl::StatusOr<FinishedLease> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                               const std::string& lease_id, JobCheckpoint checkpoint,
-                                              const StepResult& result, bool replace);
+                                              const StepResult& result, StoreMode mode);
 
 }  // namespace anisoscope::storage

@@ -78,10 +78,11 @@ class MetricsStore {
                                                        const JobCheckpoint& checkpoint) = 0;
   // Ends a lease in one transaction: the step's results and the checkpoint's new state, or
   // FAILED_PRECONDITION and nothing when `lease_id` is not the checkpoint's current lease.
-  // The stored state is SKIPPED when the step was stored meanwhile and not `replace`.
+  // The stored state is SKIPPED when the step was stored meanwhile and not `mode.replace`,
+  // or when an earlier step of the run has its fingerprint and `mode.dedupe`.
   virtual absl::StatusOr<FinishedLease> FinishLease(int64_t job_id, const std::string& lease_id,
                                                     const JobCheckpoint& checkpoint,
-                                                    const StepResult& result, bool replace) = 0;
+                                                    const StepResult& result, StoreMode mode) = 0;
 
   // ---- Access (storage/access_tables.h) ----
   virtual absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& token) = 0;

@@ -94,6 +94,11 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
                   "(SELECT probe_id FROM steps WHERE run_id = ?) ORDER BY id"));
   ASSIGN_OR_RETURN(Statement steps,
                    db->Prepare("SELECT DISTINCT step FROM steps WHERE run_id = ? ORDER BY step"));
+  ASSIGN_OR_RETURN(
+      Statement duplicates,
+      db->Prepare("SELECT s.step, MIN(t.step), s.fingerprint FROM steps s JOIN steps t ON "
+                  "t.run_id = s.run_id AND t.fingerprint = s.fingerprint AND t.step < s.step "
+                  "WHERE s.run_id = ? AND s.fingerprint != '' GROUP BY s.step ORDER BY s.step"));
   std::vector<RunInfo> out;
   while (true) {
     ASSIGN_OR_RETURN(const bool row, runs.Step());
@@ -118,6 +123,14 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
       ASSIGN_OR_RETURN(const bool step_row, steps.Step());
       if (!step_row) break;
       info.steps.push_back(steps.ColumnInt64(0));
+    }
+    duplicates.Reset();
+    RETURN_IF_ERROR(duplicates.BindAll(run_id));
+    while (true) {
+      ASSIGN_OR_RETURN(const bool duplicate_row, duplicates.Step());
+      if (!duplicate_row) break;
+      info.duplicates.push_back(
+          {duplicates.ColumnInt64(0), duplicates.ColumnInt64(1), duplicates.ColumnText(2)});
     }
   }
   return out;

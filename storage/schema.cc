@@ -148,6 +148,14 @@ CREATE TABLE audit (
   detail TEXT NOT NULL DEFAULT ''
 );
 )sql",
+      // 5: checkpoint fingerprints (a content hash of the weight files) per stored step, and
+      // per job checkpoint with the earlier step of the run that has the same one (-1: none).
+      R"sql(
+ALTER TABLE steps ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
+CREATE INDEX steps_by_fingerprint ON steps (run_id, fingerprint) WHERE fingerprint != '';
+ALTER TABLE checkpoints ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
+ALTER TABLE checkpoints ADD COLUMN duplicate_of INTEGER NOT NULL DEFAULT -1;
+)sql",
   };
   return *migrations;
 }

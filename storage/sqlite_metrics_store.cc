@@ -32,10 +32,20 @@ absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> SqliteMetricsStore::Create(
                                                         options.path, ": ", error.message()));
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
-                   SqliteDb::Open({options.path, options.busy_timeout_ms}));
+  // A file SQLite finds malformed while opening it or reading its schema (the schema's own
+  // pages damaged) is refused with the same advice as one integrity_check finds damaged.
+  auto damaged = [&](const absl::Status& status) {
+    if (!absl::IsDataLoss(status)) return status;
+    return absl::DataLossError(absl::StrCat("database ", options.path, " is damaged (",
+                                            status.message(), "); restore it from a backup "
+                                            "(anisoscope-server backup writes them)"));
+  };
+  absl::StatusOr<std::unique_ptr<SqliteDb>> opened =
+      SqliteDb::Open({options.path, options.busy_timeout_ms});
+  if (!opened.ok()) return damaged(opened.status());
+  std::unique_ptr<SqliteDb> db = std::move(*opened);
   if (options.check_integrity) RETURN_IF_ERROR(CheckIntegrity(db.get()));
-  RETURN_IF_ERROR(MigrateSchema(db.get()));
+  if (absl::Status migrated = MigrateSchema(db.get()); !migrated.ok()) return damaged(migrated);
   return std::unique_ptr<SqliteMetricsStore>(new SqliteMetricsStore(std::move(db)));
 }
 
@@ -119,9 +129,9 @@ absl::StatusOr<FinishedLease> SqliteMetricsStore::FinishLease(int64_t job_id,
                                                               const std::string& lease_id,
                                                               const JobCheckpoint& checkpoint,
                                                               const StepResult& result,
-                                                              bool replace) {
+                                                              StoreMode mode) {
   absl::MutexLock lock(&mu_);
-  return FinishLeaseInDb(db_.get(), job_id, lease_id, checkpoint, result, replace);
+  return FinishLeaseInDb(db_.get(), job_id, lease_id, checkpoint, result, mode);
 }
 
 absl::StatusOr<TokenRecord> SqliteMetricsStore::CreateToken(const TokenRecord& token) {

@@ -43,7 +43,7 @@ class SqliteMetricsStore : public MetricsStore {
                                                const JobCheckpoint& checkpoint) override;
   absl::StatusOr<FinishedLease> FinishLease(int64_t job_id, const std::string& lease_id,
                                             const JobCheckpoint& checkpoint,
-                                            const StepResult& result, bool replace) override;
+                                            const StepResult& result, StoreMode mode) override;
 
   absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& token) override;
   absl::StatusOr<std::vector<TokenRecord>> ListTokens(bool active_only) override;

@@ -51,6 +51,14 @@ struct StepResult {
   std::vector<ScalarValue> scalars;
   std::vector<VectorValue> vectors;
   std::string ns = kDefaultNamespace;  // the run's namespace
+  std::string fingerprint;  // of the weight files (analysis/checkpoint/fingerprint.h); may be ""
+};
+
+// A stored step whose weights are those of an earlier step of its run (equal fingerprints).
+struct StepDuplicate {
+  int64_t step = 0;
+  int64_t duplicate_of = 0;  // the earliest such step
+  std::string fingerprint;
 };
 
 struct RunInfo {
@@ -61,8 +69,9 @@ struct RunInfo {
   int num_heads = 0;
   int head_dim = 0;
   std::vector<ProbeInfo> probes;
-  std::vector<int64_t> steps;  // distinct stored steps, ascending, any probe
-  std::string created_at;      // ISO 8601 UTC
+  std::vector<int64_t> steps;             // distinct stored steps, ascending, any probe
+  std::vector<StepDuplicate> duplicates;  // ascending step
+  std::string created_at;                 // ISO 8601 UTC
 };
 
 struct SeriesQuery {
@@ -139,9 +148,10 @@ struct JobSpec {
   std::string probe_path;
   std::string probe_mode;  // "windows" or "lines" (text only)
   int64_t samples = 128;
-  int64_t seq_len = 0;                      // 0: the model's maximum
-  int64_t token_samples = 128;              // M of q_sample, k_sample; 0: none
-  bool force = false;                       // recompute steps already stored
+  int64_t seq_len = 0;          // 0: the model's maximum
+  int64_t token_samples = 128;  // M of q_sample, k_sample; 0: none
+  bool force = false;           // recompute steps already stored
+  bool dedupe = false;          // skip a step whose weights equal an earlier stored step's
   std::vector<CheckpointSpec> checkpoints;  // ascending step (as submitted)
   std::string ns = kDefaultNamespace;       // the run's namespace
   // Non-empty: the directory being followed; each new whole step directory in it is added
@@ -159,10 +169,12 @@ struct JobCheckpoint {
   std::string error;
   std::string probe_id;
   double seconds = 0;
-  int attempt = 0;           // leases of this step that counted (1 while the first runs)
-  std::string lease_id;      // the current lease; empty when none
-  bool lease_local = false;  // the lease is held by one of the server's embedded workers
-  std::string worker;        // the latest lease holder's name
+  int attempt = 0;            // leases of this step that counted (1 while the first runs)
+  std::string lease_id;       // the current lease; empty when none
+  bool lease_local = false;   // the lease is held by one of the server's embedded workers
+  std::string worker;         // the latest lease holder's name
+  std::string fingerprint;    // of the stored step's weight files, once done
+  int64_t duplicate_of = -1;  // an earlier step of the run with the same fingerprint; -1: none
 };
 
 struct JobRecord {
@@ -177,8 +189,18 @@ struct JobRecord {
 
 // A lease ended in the store: the checkpoint's final state (SKIPPED when the step was stored
 // meanwhile by another job) and the job's new updated_at.
+// How FinishLease stores a step: `replace` one already stored for the probe (a job's force);
+// with `dedupe`, a step whose fingerprint equals that of an earlier stored step of the run is
+// skipped, not stored.
+struct StoreMode {
+  bool replace = false;
+  bool dedupe = false;
+};
+
+// The checkpoint as FinishLease stored it (its state, and fingerprint, duplicate_of and
+// error as the store found them) and the job's new updated_at.
 struct FinishedLease {
-  StepState state = StepState::kPending;
+  JobCheckpoint checkpoint;
   std::string updated_at;
 };
 

@@ -86,6 +86,7 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
   *request.mutable_metrics() = ToUpload(*metrics);
   request.set_checkpoint_bytes(DirectoryBytes(dir));
   request.set_seconds(metrics->seconds);
+  request.set_fingerprint(metrics->fingerprint);
   return request;
 }
 

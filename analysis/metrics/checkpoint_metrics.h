@@ -67,7 +67,8 @@ struct CheckpointMetrics {
   // Per checkpoint, from the weights alone.
   double embed_partition_isotropy = 0;
   std::vector<double> final_norm_gain;
-  double seconds = 0;  // wall time of load + forward + metrics
+  double seconds = 0;       // wall time of load + forward + metrics
+  std::string fingerprint;  // of the weight files (analysis/checkpoint/fingerprint.h)
 };
 
 // Where a stored metric or vector lives: its (layer, head) in storage is (l, h) per head,

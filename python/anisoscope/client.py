@@ -220,7 +220,8 @@ class Client:
 
     def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
                probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False,
-               follow=False, until_step=None, token_samples=None, hf_cache=None):
+               follow=False, until_step=None, token_samples=None, hf_cache=None,
+               dedupe=False):
         """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
 
         checkpoints_dir: a directory whose subdirectories are the steps; or
@@ -234,6 +235,9 @@ class Client:
         token_samples: M, the probe tokens whose Q and K are kept per head and step for
             token_cloud() (None: 128; 0: none).
         force: recompute and replace steps already stored for this probe.
+        dedupe: skip a step whose weights equal an earlier stored step's (same
+            fingerprint); either way such a step's CheckpointStatus names it in
+            duplicate_of.
         follow: keep watching checkpoints_dir: each new step directory joins the job once
             it is whole, until step until_step (when given) is analysed or the job is
             cancelled (a run being trained; see `anisoscope follow`).
@@ -244,7 +248,8 @@ class Client:
                                  probe_tokens=probe_tokens, probe_text=probe_text,
                                  probe_mode=probe_mode, samples=samples, seq_len=seq_len,
                                  force=force, follow=follow, until_step=until_step,
-                                 token_samples=token_samples, hf_cache=hf_cache)
+                                 token_samples=token_samples, hf_cache=hf_cache,
+                                 dedupe=dedupe)
         return Job.from_proto(self._call(self._jobs.SubmitJob, request))
 
     def wait(self, job, *, progress=None, timeout=None):

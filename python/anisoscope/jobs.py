@@ -34,7 +34,7 @@ def add_checkpoints(request, checkpoints):
 
 def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_text, probe_mode,
                    samples, seq_len, force, follow=False, until_step=None,
-                   token_samples=None, hf_cache=None):
+                   token_samples=None, hf_cache=None, dedupe=False):
     """The SubmitJobRequest of Client.submit; ValueError names the argument at fault."""
     sources = [checkpoints_dir, hf_cache, checkpoints]
     if sum(source is not None for source in sources) != 1:
@@ -56,7 +56,7 @@ def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_tex
     if until_step is not None and not follow:
         raise ValueError("until_step: applies to follow")
     request = pb.SubmitJobRequest(run=run, force=force, follow=follow,
-                                  hf_cache=hf_cache is not None)
+                                  hf_cache=hf_cache is not None, dedupe=dedupe)
     if until_step is not None:
         request.until_step = operator.index(until_step)
     if checkpoints_dir is not None:

@@ -3,8 +3,8 @@
 Enum values become lowercase words of their wire names, as the CLI prints them:
 JOB_STATE_SUCCEEDED -> "succeeded", STEP_STATE_SKIPPED -> "skipped".
 """
-from dataclasses import dataclass
-from typing import List, Optional
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
 
 from anisoscope._wire import pb
 
@@ -40,12 +40,15 @@ class Run:
     steps: List[int]
     created_at: str
     namespace: str
+    # {step: earlier step with the same weights}: steps a suite served under a second name.
+    duplicates: Dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def from_proto(cls, run):
         return cls(run.name, run.model_family, run.num_layers, run.num_heads, run.head_dim,
                    [Probe(p.id, p.description, p.num_samples, p.num_tokens) for p in run.probes],
-                   list(run.steps), run.created_at, run.namespace)
+                   list(run.steps), run.created_at, run.namespace,
+                   {d.step: d.duplicate_of for d in run.duplicates})
 
 
 @dataclass(frozen=True)
@@ -76,11 +79,14 @@ class Checkpoint:
     seconds: float
     attempt: int
     worker: str
+    fingerprint: str = ""  # of the weight files, once analysed ("xxh3-128:…")
+    duplicate_of: Optional[int] = None  # an earlier step of the run with the same weights
 
     @classmethod
     def from_proto(cls, c):
         return cls(c.step, c.path, c.size_bytes, enum_word(pb.StepState, c.state, "STEP_STATE_"),
-                   c.error, c.probe_id, c.seconds, c.attempt, c.worker)
+                   c.error, c.probe_id, c.seconds, c.attempt, c.worker, c.fingerprint,
+                   c.duplicate_of if c.HasField("duplicate_of") else None)
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class Job:
     namespace: str
     follow: bool = False  # watching its checkpoints directory for new steps
     until_step: Optional[int] = None  # with follow: the job ends after this step
+    dedupe: bool = False  # steps with an earlier step's weights are skipped
 
     @property
     def finished(self):
@@ -119,4 +126,4 @@ class Job:
                    [Checkpoint.from_proto(c) for c in job.checkpoints], job.error,
                    job.created_at, job.updated_at, job.steps_total, job.steps_finished,
                    job.namespace, job.follow,
-                   job.until_step if job.HasField("until_step") else None)
+                   job.until_step if job.HasField("until_step") else None, job.dedupe)

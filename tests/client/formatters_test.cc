@@ -191,7 +191,7 @@ TEST(JobFormattersTest, JobDetailsShowEachCheckpoint) {
             "2000  failed      0.0        1  embedded-1  truncated file\n");
 }
 
-TEST(JobFormattersTest, RunsTableShowsShapeProbesAndStepRange) {
+TEST(JobFormattersTest, RunsTableShowsShapeProbesStepRangeAndDuplicates) {
   v1::Run run;
   run.set_name("pythia-70m");
   run.set_model_family("gpt_neox");
@@ -200,12 +200,15 @@ TEST(JobFormattersTest, RunsTableShowsShapeProbesAndStepRange) {
   run.add_probes()->set_id("p1");
   run.add_probes()->set_id("p2");
   for (int64_t step : {1000, 0, 143000}) run.add_steps(step);
+  v1::StepDuplicate* duplicate = run.add_duplicates();
+  duplicate->set_step(143000);
+  duplicate->set_duplicate_of(1000);
   v1::Run empty;
   empty.set_name("new");
   EXPECT_EQ(RunsTable({run, empty}),
-            "NAME        FAMILY    LAYERSxHEADS  PROBES  STEPS  RANGE\n"
-            "pythia-70m  gpt_neox           6x8  p1,p2       3  0..143000\n"
-            "new                            0x0  -           0  -\n");
+            "NAME        FAMILY    LAYERSxHEADS  PROBES  STEPS  RANGE      SAME WEIGHTS\n"
+            "pythia-70m  gpt_neox           6x8  p1,p2       3  0..143000  143000=1000\n"
+            "new                            0x0  -           0  -          -\n");
 }
 
 }  // namespace

@@ -151,6 +151,26 @@ class CausalEndToEndTest(unittest.TestCase):
         self.assertNotEqual(plain.returncode, 0)
         self.assertIn("is not a Hugging Face cache repository", plain.stderr)
 
+    def test_a_step_serving_an_earlier_steps_weights_is_flagged_or_skipped(self):
+        suite = os.path.join(FIXTURE, "pythia_duplicate")
+        probe = os.path.join(FIXTURE, "probe.jsonl")
+        flagged = self.server.cli("submit", "--run", "duplicate", "--checkpoints", suite,
+                                  "--probe-tokens", probe, "--wait")
+        self.assertEqual(flagged.returncode, 0, flagged.stderr + self.server.read_log())
+        self.assertRegex(flagged.stderr,
+                         r"step 200 done [0-9.]+ s; WARNING: the same weights as step 100 "
+                         r"\(xxh3-128:[0-9a-f]{32}\)")
+        self.assertEqual(sorted({p["step"] for p in self.query("duplicate", "attn_entropy")}),
+                         [0, 100, 200])
+        self.assertRegex(self.server.cli("runs", check=True).stdout,
+                         r"\nduplicate\s+gpt_neox\s+3x4\s+\S+\s+3\s+0\.\.200\s+200=100\n")
+        skipped = self.server.cli("submit", "--run", "deduplicated", "--checkpoints", suite,
+                                  "--probe-tokens", probe, "--dedupe", "--wait")
+        self.assertEqual(skipped.returncode, 0, skipped.stderr + self.server.read_log())
+        self.assertIn("step 200 skipped: the same weights as step 100 (--dedupe)", skipped.stderr)
+        self.assertEqual(sorted({p["step"] for p in self.query("deduplicated", "attn_entropy")}),
+                         [0, 100])
+
     def test_llama_linear_rope_scaling_matches_reference(self):
         self.check_suite_matches_reference("llama_linear_rope", steps=[STEPS[-1]])
 

@@ -426,7 +426,9 @@ class OpenApiServerTest(unittest.TestCase):
         step_0 = os.path.join(FIXTURE, "safetensors", "step_0")
         probe = os.path.join(FIXTURE, "probe.jsonl")
         for args in (["--run", "seed0", "--checkpoints", os.path.join(FIXTURE, "safetensors")],
-                     ["--run", "two", "--checkpoint", f"0={step_0}"],
+                     # step 7 serves step 0's weights: the run lists a duplicate
+                     ["--run", "two", "--checkpoint", f"0={step_0}", "--checkpoint",
+                      f"7={step_0}"],
                      ["--run", "two", "--checkpoint", f"0={step_0}", "--samples", "5"]):
             cls.cli("submit", *args, "--probe-tokens", probe, "--wait")
 

@@ -37,6 +37,7 @@ TEST(StepUploadTest, RoundTripKeepsEveryScalarAndVectorOfEveryHead) {
   EXPECT_EQ(result->run, "run");
   EXPECT_EQ(result->step, 5);
   EXPECT_EQ(result->checkpoint_bytes, 1234);
+  EXPECT_EQ(result->fingerprint, "");
   EXPECT_EQ(result->probe.id, "p0123456789abcdef");
   EXPECT_EQ(result->probe.num_samples, metrics.num_samples);
   EXPECT_EQ(result->model_family, "bert");
@@ -91,6 +92,12 @@ TEST(StepUploadTest, LyingShapesAreRefusedNamingTheField) {
     std::function<void(pb::CompleteWorkRequest*)> tell;
   };
   const std::vector<Lie> lies = {
+      {"fingerprint 'md5:abc' is not \"xxh3-128:\" and 32 hex digits",
+       [](pb::CompleteWorkRequest* u) { u->set_fingerprint("md5:abc"); }},
+      {"fingerprint 'xxh3-128:0123456789ABCDEF0123456789abcdef' is not",
+       [](pb::CompleteWorkRequest* u) {
+         u->set_fingerprint("xxh3-128:0123456789ABCDEF0123456789abcdef");
+       }},
       {"the shape needs 6",
        [](pb::CompleteWorkRequest* u) { u->mutable_metrics()->set_num_heads(3); }},
       {"metrics.num_layers",

@@ -418,6 +418,15 @@ async function main() {
     throw new Error(`the page still shows the old step 100 after a --force job rewrote it (want ${rewritten.value})`);
   });
   log('polling picked up the values of a step rewritten by a --force job');
+  // Step 100 now holds step 250's weights: the run's steps 100 and 250 share a fingerprint,
+  // and the page marks step 250 as a duplicate of step 100.
+  const duplicates = page.locator('[data-testid="duplicate-steps"]');
+  await duplicates.filter({ hasText: 'step 250 has the same weights as step 100' })
+    .waitFor({ timeout: 10000 }).catch(async () => {
+      throw new Error(`the page does not mark step 250 as a duplicate of step 100: ` +
+        `'${await duplicates.innerText().catch(() => '')}'`);
+    });
+  log('the page marks the step whose weights repeat an earlier step\'s');
 
   const steps = await page.evaluate(async () => {
     const { shortStep } = await import('./js/format.js');

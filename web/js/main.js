@@ -103,12 +103,23 @@ function describeRun(run) {
     ` · ${steps.length} step${steps.length === 1 ? '' : 's'} stored${span}`;
 }
 
+// Steps whose weights are an earlier step's (equal fingerprints): a suite that served one
+// checkpoint under two step names; their points repeat the earlier step's.
+function describeDuplicates(run) {
+  const duplicates = (run && run.duplicates) || [];
+  return duplicates.map((d) => `⚠ step ${shortStep(d.step)} has the same weights as step ` +
+    `${shortStep(d.duplicateOf)} (${d.fingerprint}): its points repeat that step's`).join('\n');
+}
+
 function renderPickers() {
   runSelect.set(store.runs.map((r) => [r.name, r.name]), store.run ? store.run.name : undefined);
   const probes = store.run ? store.run.probes || [] : [];
   probeSelect.set(probes.map((p) => [p.id, `${p.id} · ${p.numSamples} samples, ${p.numTokens} tokens${p.description ? ` · ${p.description}` : ''}`]), store.probeId);
   probeSelect.wrap.hidden = probes.length < 2;
   $('#run-info').textContent = describeRun(store.run);
+  const duplicates = describeDuplicates(store.run);
+  $('#duplicates').textContent = duplicates;
+  $('#duplicates').hidden = !duplicates;
 }
 
 function renderErrors(messages) {

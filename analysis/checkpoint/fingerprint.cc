@@ -1,0 +1,72 @@
+#include "analysis/checkpoint/fingerprint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace anisoscope::analysis {
+namespace {
+
+// Buffered reads: a fresh mapping of a file would fault in every page (about 1.3 GB/s
+// here, for 10 and more of XXH3 on data in memory).
+constexpr size_t kChunkBytes = size_t{4} << 20;
+
+absl::Status HashFile(const std::filesystem::path& file, XXH3_state_t* state,
+                      std::vector<char>& buffer) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const std::string message = absl::StrCat(file.string(), ": cannot open: ", std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
+  }
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  uint64_t size = 0;
+  absl::Status status;
+  while (true) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat(file.string(), ": cannot read: ", std::strerror(errno)));
+      break;
+    }
+    if (got == 0) break;
+    XXH3_128bits_update(state, buffer.data(), static_cast<size_t>(got));
+    size += static_cast<uint64_t>(got);
+  }
+  ::close(fd);
+  // The length after the bytes: files ["ab", "c"] and ["a", "bc"] differ.
+  if (status.ok()) XXH3_128bits_update(state, &size, sizeof size);
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::path>& files) {
+  const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                       &XXH3_freeState);
+  if (state == nullptr || XXH3_128bits_reset(state.get()) != XXH_OK) {
+    return absl::ResourceExhaustedError("cannot allocate a hash state");
+  }
+  std::vector<char> buffer(kChunkBytes);
+  for (const std::filesystem::path& file : files) {
+    RETURN_IF_ERROR(HashFile(file, state.get(), buffer));
+  }
+  const XXH128_hash_t hash = XXH3_128bits_digest(state.get());
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(hash.high64),
+                static_cast<unsigned long long>(hash.low64));
+  return absl::StrCat("xxh3-128:", hex);
+}
+
+}  // namespace anisoscope::analysis

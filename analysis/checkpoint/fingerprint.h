@@ -1,0 +1,20 @@
+// A checkpoint's content fingerprint: XXH3-128 (Debian's libxxhash) over the bytes of its
+// weight files in order, each followed by its length, so that two step names serving the
+// same weights (EleutherAI/pythia issues 205 and 206) are recognised whatever the files are
+// called. Cheap enough to take on every step: 4.2 GB/s from the page cache here, 0.1 s or
+// 2.6 % of a BERT-base CPU step (extract_bench prints it). Pure function of the files;
+// thread-safe.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace anisoscope::analysis {
+
+// "xxh3-128:" and 32 hex digits. Errors name the file that cannot be read.
+absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::path>& files);
+
+}  // namespace anisoscope::analysis
