@@ -91,23 +91,17 @@ absl::StatusOr<std::unique_ptr<GPTNeoXModel>> GPTNeoXModel::Create(const Checkpo
   return model;
 }
 
-at::Tensor GPTNeoXModel::ApplyRotary(const at::Tensor& x, const at::Tensor& cos,
-                                     const at::Tensor& sin) const {
-  const int64_t rotary = config_.rotary_ndims;
-  const at::Tensor rotated = x.narrow(-1, 0, rotary);
-  const at::Tensor pass = x.narrow(-1, rotary, x.size(-1) - rotary);
-  // HF rotate_half: cat(-x2, x1) over the two halves of the rotated dims.
-  const at::Tensor half = at::cat(
-      {rotated.narrow(-1, rotary / 2, rotary / 2).neg(), rotated.narrow(-1, 0, rotary / 2)}, -1);
-  return at::cat({rotated * cos + half * sin, pass}, -1);
+at::Tensor GPTNeoXModel::ApplyPartialRotary(const at::Tensor& x, const RotaryTables& rotary) const {
+  const int64_t dims = config_.rotary_ndims;
+  return at::cat(
+      {ApplyRotary(x.narrow(-1, 0, dims), rotary), x.narrow(-1, dims, x.size(-1) - dims)}, -1);
 }
 
 at::Tensor GPTNeoXModel::RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
-                                  const at::Tensor& cos, const at::Tensor& sin,
-                                  ForwardObserver& observer) const {
+                                  const RotaryTables& rotary, ForwardObserver& observer) const {
   const Block& block = blocks_[layer];
   const double eps = config_.layer_norm_eps;
-  const at::Tensor attention = RunAttention(layer, hidden, key_mask, cos, sin, observer);
+  const at::Tensor attention = RunAttention(layer, hidden, key_mask, rotary, observer);
   auto mlp = [&](const at::Tensor& x) {
     return Linear(
         Activate(Linear(LayerNorm(x, block.post_attention_norm, eps), block.dense_h_to_4h),
@@ -120,8 +114,8 @@ at::Tensor GPTNeoXModel::RunBlock(int layer, const at::Tensor& hidden, const at:
 }
 
 at::Tensor GPTNeoXModel::RunAttention(int layer, const at::Tensor& hidden,
-                                      const at::Tensor& key_mask, const at::Tensor& cos,
-                                      const at::Tensor& sin, ForwardObserver& observer) const {
+                                      const at::Tensor& key_mask, const RotaryTables& rotary,
+                                      ForwardObserver& observer) const {
   const Block& block = blocks_[layer];
   const int64_t batch = hidden.size(0);
   const int64_t length = hidden.size(1);
@@ -137,8 +131,8 @@ at::Tensor GPTNeoXModel::RunAttention(int layer, const at::Tensor& hidden,
   at::Tensor query = qkv.narrow(-1, 0, head_dim);
   at::Tensor key = qkv.narrow(-1, head_dim, head_dim);
   observer.OnPreRotary(layer, query, key);
-  query = ApplyRotary(query, cos, sin);
-  key = ApplyRotary(key, cos, sin);
+  query = ApplyPartialRotary(query, rotary);
+  key = ApplyPartialRotary(key, rotary);
 
   at::Tensor probs =
       MaskedSoftmax(AttentionScores(query, key).mul_(1.0 / std::sqrt(double(head_dim))), key_mask);
@@ -153,19 +147,16 @@ void GPTNeoXModel::Forward(const at::Tensor& input_ids, const at::Tensor& valid,
   at::Tensor hidden = EmbeddingRows(embed_in_, input_ids);
   observer.OnHiddenState(0, hidden);
 
-  // HF RotaryEmbedding: float32 angles t * inv_freq, cos/sin of cat(freqs, freqs).
-  const int64_t rotary = config_.rotary_ndims;
+  // HF RotaryEmbedding: float32 inv_freq = base^(-2i / rotary_ndims).
+  const int64_t dims = config_.rotary_ndims;
   const at::TensorOptions float32 = at::TensorOptions().device(device_).dtype(at::kFloat);
   const at::Tensor inv_freq =
-      1.0 / at::pow(config_.rotary_base, at::arange(0, rotary, 2, float32) / double(rotary));
-  const at::Tensor freqs = at::outer(at::arange(input_ids.size(1), float32), inv_freq);
-  const at::Tensor angles = at::cat({freqs, freqs}, -1);  // [T, rotary]
-  const at::Tensor cos = angles.cos().to(hidden.scalar_type());
-  const at::Tensor sin = angles.sin().to(hidden.scalar_type());
+      1.0 / at::pow(config_.rotary_base, at::arange(0, dims, 2, float32) / double(dims));
+  const RotaryTables rotary = MakeRotaryTables(inv_freq, input_ids.size(1), hidden.scalar_type());
 
   const at::Tensor key_mask = CausalKeyMask(valid);
   for (int layer = 0; layer < shape_.num_layers; ++layer) {
-    hidden = RunBlock(layer, hidden, key_mask, cos, sin, observer);
+    hidden = RunBlock(layer, hidden, key_mask, rotary, observer);
     if (layer + 1 < shape_.num_layers) observer.OnHiddenState(layer + 1, hidden);
   }
   observer.OnHiddenState(shape_.num_layers, LayerNorm(hidden, final_norm_, config_.layer_norm_eps));

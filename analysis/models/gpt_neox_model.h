@@ -56,16 +56,14 @@ class GPTNeoXModel : public TransformerModel {
 
   GPTNeoXModel(GPTNeoXConfig config, at::Device device);
 
-  // x [B, H, T, d_h] with its first rotary_ndims dims rotated; cos/sin are [T, rotary_ndims].
-  at::Tensor ApplyRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
+  // x [B, H, T, d_h] with its first rotary_ndims dims rotated (tables [T, rotary_ndims]).
+  at::Tensor ApplyPartialRotary(const at::Tensor& x, const RotaryTables& rotary) const;
   at::Tensor RunBlock(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
-                      const at::Tensor& cos, const at::Tensor& sin,
-                      ForwardObserver& observer) const;
+                      const RotaryTables& rotary, ForwardObserver& observer) const;
   // The block's attention output (through `dense`, before any residual). Its own method so
   // that Q, K, V and the probabilities are freed before the MLP makes its wider tensors.
   at::Tensor RunAttention(int layer, const at::Tensor& hidden, const at::Tensor& key_mask,
-                          const at::Tensor& cos, const at::Tensor& sin,
-                          ForwardObserver& observer) const;
+                          const RotaryTables& rotary, ForwardObserver& observer) const;
 
   GPTNeoXConfig config_;
   ModelShape shape_;

@@ -21,13 +21,6 @@ at::Tensor RepeatKeyHeads(const at::Tensor& x, int64_t query_heads) {
   return repeats == 1 ? x : x.repeat_interleave(repeats, /*dim=*/1);
 }
 
-// HF rotate_half over the whole head: cat(-x2, x1).
-at::Tensor ApplyRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  const at::Tensor rotated = at::cat({x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)}, -1);
-  return x * cos + rotated * sin;
-}
-
 }  // namespace
 
 absl::StatusOr<LlamaConfig> LlamaConfig::FromCheckpoint(const Checkpoint& checkpoint,
@@ -153,8 +146,7 @@ at::Tensor LlamaModel::RunMlp(const Block& block, const at::Tensor& x) const {
 }
 
 at::Tensor LlamaModel::RunAttention(int layer, const at::Tensor& x, const at::Tensor& key_mask,
-                                    const at::Tensor& cos, const at::Tensor& sin,
-                                    ForwardObserver& observer) const {
+                                    const RotaryTables& rotary, ForwardObserver& observer) const {
   const Block& block = blocks_[layer];
   const double eps = config_.rms_norm_eps;
   at::Tensor query = Linear(x, block.q_proj);
@@ -169,8 +161,8 @@ at::Tensor LlamaModel::RunAttention(int layer, const at::Tensor& x, const at::Te
   const at::Tensor value =
       RepeatKeyHeads(SplitHeads(Linear(x, block.v_proj), config_.num_kv_heads), heads);
   observer.OnPreRotary(layer, query, key);
-  query = ApplyRotary(query, cos, sin);
-  key = ApplyRotary(key, cos, sin);
+  query = ApplyRotary(query, rotary);
+  key = ApplyRotary(key, rotary);
   at::Tensor probs = MaskedSoftmax(
       AttentionScores(query, key).mul_(1.0 / std::sqrt(double(config_.head_dim))), key_mask);
   observer.OnAttention(layer, query, key, probs);
@@ -184,27 +176,21 @@ void LlamaModel::Forward(const at::Tensor& input_ids, const at::Tensor& valid,
   at::Tensor hidden = EmbeddingRows(embed_tokens_, input_ids);
   observer.OnHiddenState(0, hidden);
 
-  // HF LlamaRotaryEmbedding: float32 angles t * inv_freq, cos/sin of cat(freqs, freqs).
-  const at::TensorOptions float32 = at::TensorOptions().dtype(at::kFloat);
-  const at::Tensor inv_freq =
-      at::tensor(config_.inv_freq, at::TensorOptions().dtype(at::kDouble)).to(device_, at::kFloat);
-  const at::Tensor freqs =
-      at::outer(at::arange(input_ids.size(1), float32.device(device_)), inv_freq);
-  const at::Tensor angles = at::cat({freqs, freqs}, -1);  // [T, d_h]
-  const at::Tensor cos = angles.cos().to(hidden.scalar_type());
-  const at::Tensor sin = angles.sin().to(hidden.scalar_type());
-
+  // HF LlamaRotaryEmbedding: over the whole head, from the config's (scaled) frequencies.
+  const RotaryTables rotary = MakeRotaryTables(
+      at::tensor(config_.inv_freq, at::TensorOptions().dtype(at::kDouble)).to(device_, at::kFloat),
+      input_ids.size(1), hidden.scalar_type());
   const at::Tensor key_mask = CausalKeyMask(valid);
   const double eps = config_.rms_norm_eps;
   for (int layer = 0; layer < shape_.num_layers; ++layer) {
     const Block& block = blocks_[layer];
     if (olmo2()) {
-      hidden = hidden + RmsNorm(RunAttention(layer, hidden, key_mask, cos, sin, observer),
+      hidden = hidden + RmsNorm(RunAttention(layer, hidden, key_mask, rotary, observer),
                                 block.attention_norm, eps);
       hidden = hidden + RmsNorm(RunMlp(block, hidden), block.mlp_norm, eps);
     } else {
       hidden = hidden + RunAttention(layer, RmsNorm(hidden, block.attention_norm, eps), key_mask,
-                                     cos, sin, observer);
+                                     rotary, observer);
       hidden = hidden + RunMlp(block, RmsNorm(hidden, block.mlp_norm, eps));
     }
     if (layer + 1 < shape_.num_layers) observer.OnHiddenState(layer + 1, hidden);

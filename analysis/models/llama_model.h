@@ -72,8 +72,7 @@ class LlamaModel : public TransformerModel {
 
   bool olmo2() const { return config_.family == "olmo2"; }
   at::Tensor RunAttention(int layer, const at::Tensor& x, const at::Tensor& key_mask,
-                          const at::Tensor& cos, const at::Tensor& sin,
-                          ForwardObserver& observer) const;
+                          const RotaryTables& rotary, ForwardObserver& observer) const;
   at::Tensor RunMlp(const Block& block, const at::Tensor& x) const;
 
   LlamaConfig config_;

@@ -120,6 +120,19 @@ at::Tensor Activate(at::Tensor x, Activation activation) {
   return at::gelu_(x);  // exact erf GELU, as HF "gelu"
 }
 
+RotaryTables MakeRotaryTables(const at::Tensor& inv_freq, int64_t length, at::ScalarType dtype) {
+  const at::Tensor positions = at::arange(length, inv_freq.options());
+  const at::Tensor freqs = at::outer(positions, inv_freq);
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);
+  return {angles.cos().to(dtype), angles.sin().to(dtype)};
+}
+
+at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTables& tables) {
+  const int64_t half = x.size(-1) / 2;
+  const at::Tensor rotated = at::cat({x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)}, -1);
+  return x * tables.cos + rotated * tables.sin;
+}
+
 at::Tensor SplitHeads(const at::Tensor& x, int64_t heads) {
   return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).permute({0, 2, 1, 3});
 }

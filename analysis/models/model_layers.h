@@ -69,6 +69,17 @@ at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps);
 // that is read again), so the feed-forward's widest tensor is held once, not twice.
 at::Tensor Activate(at::Tensor x, Activation activation);
 
+// HF's rotary tables for positions 0 … length-1: cos and sin of the float32 angles
+// t * inv_freq, each frequency twice (cat(freqs, freqs)), [length, 2 F] in `dtype`, on
+// inv_freq's device (inv_freq: [F] float32).
+struct RotaryTables {
+  at::Tensor cos, sin;
+};
+RotaryTables MakeRotaryTables(const at::Tensor& inv_freq, int64_t length, at::ScalarType dtype);
+// HF apply_rotary_pos_emb over x's last dim: x cos + rotate_half(x) sin, with
+// rotate_half(x) = cat(-x2, x1) of its two halves.
+at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTables& tables);
+
 // [B, T, H * d_h] -> [B, H, T, d_h] (a view) and back (a copy).
 at::Tensor SplitHeads(const at::Tensor& x, int64_t heads);
 at::Tensor MergeHeads(const at::Tensor& x);
