@@ -83,13 +83,13 @@ std::vector<Command> AnalysisCommands() {
       "--run NAME --layer L --head H [--basis union|q|k] [--probe ID] [--format csv|json|table]";
   cloud.summary = "print one head's Q and K token samples per step, projected on 2 directions";
   cloud.flags = {
-      StringFlag("run", "NAME", "the run (see 'runs')"),
+      RunFlag(),
       IntFlag("layer", "L", "the layer", 0, INT32_MAX),
       IntFlag("head", "H", "the head", 0, INT32_MAX),
       ChoiceFlag("basis", {"union", "q", "k"},
                  "the samples whose SVD gives the plane: union (default): Q and K; q: Q only;\n"
                  "k: K only (Godey et al. Appendix C). Both clouds are projected on it"),
-      StringFlag("probe", "ID", "the probe (default: the run's only one)"),
+      ProbeFlag(),
       FormatFlag("csv"),
   };
   cloud.details =
@@ -104,8 +104,8 @@ std::vector<Command> AnalysisCommands() {
       "--run NAME [--from-step A] [--to-step B] [--probe ID] [--format table|csv|json]";
   correlation.summary = "per step: do hidden states' norms and anisotropy correlate over layers?";
   correlation.flags = {
-      StringFlag("run", "NAME", "the run (see 'runs')"),
-      StringFlag("probe", "ID", "the probe (default: the run's only one)"),
+      RunFlag(),
+      ProbeFlag(),
       FormatFlag("table"),
   };
   for (FlagSpec& flag : StepRangeFlags()) correlation.flags.push_back(std::move(flag));

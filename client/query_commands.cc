@@ -128,7 +128,7 @@ std::vector<Command> QueryCommands() {
       "[--since-step S] [--max-points N] [--probe ID] [--format table|csv|json]";
   query.summary = "print the time series of one metric over training steps";
   query.flags = {
-      StringFlag("run", "NAME", "the run (see 'runs')"),
+      RunFlag(),
       StringFlag("metric", "M", "the metric (listed below)"),
       IntFlag("layer", "L", "only layer L (default: all)", 0, INT32_MAX),
       IntFlag("head", "H", "only head H (default: all)", 0, INT32_MAX),
@@ -139,7 +139,7 @@ std::vector<Command> QueryCommands() {
                                 "at most about N points per layer/head, keeping each bucket's\n"
                                 "min and max and the first and last points (default 0: all)",
                                 0, INT32_MAX));
-  query.flags.push_back(StringFlag("probe", "ID", "the probe (default: the run's only one)"));
+  query.flags.push_back(ProbeFlag());
   query.flags.push_back(
       ChoiceFlag("format", {"table", "csv", "json"},
                  "table (default): a row per step, a column per layer/head, 4 significant\n"
@@ -162,7 +162,7 @@ std::vector<Command> QueryCommands() {
       "[--format json|csv]";
   vectors.summary = "print one stored vector (mean Q/K, token samples, spectrum, gain) per step";
   vectors.flags = {
-      StringFlag("run", "NAME", "the run (see 'runs')"),
+      RunFlag(),
       ChoiceFlag("kind", analysis::AllVectorKinds(),
                  "per head (needs --layer, --head): q_mean, k_mean; *_pre_rotary: before the\n"
                  "rotary embedding (rotary models such as gpt_neox only); q_sample, k_sample:\n"
@@ -171,7 +171,7 @@ std::vector<Command> QueryCommands() {
                  "Per checkpoint: final_norm_gain"),
       IntFlag("layer", "L", "the layer, or the hidden state's index", 0, INT32_MAX),
       IntFlag("head", "H", "the head", 0, INT32_MAX),
-      StringFlag("probe", "ID", "the probe (default: the run's only one)"),
+      ProbeFlag(),
   };
   for (FlagSpec& flag : StepRangeFlags()) vectors.flags.push_back(std::move(flag));
   vectors.flags.push_back(
@@ -183,10 +183,10 @@ std::vector<Command> QueryCommands() {
   trajectory.synopsis = "--run NAME --layer L --head H [--probe ID] [--format table|csv|json]";
   trajectory.summary = "print one head's Q/K mean trajectory projected on its top 2 directions";
   trajectory.flags = {
-      StringFlag("run", "NAME", "the run (see 'runs')"),
+      RunFlag(),
       IntFlag("layer", "L", "the layer", 0, INT32_MAX),
       IntFlag("head", "H", "the head", 0, INT32_MAX),
-      StringFlag("probe", "ID", "the probe (default: the run's only one)"),
+      ProbeFlag(),
       ChoiceFlag("format", {"table", "csv", "json"},
                  "table (default): step, q_x, q_y, k_x, k_y to 4 significant digits;\n"
                  "csv: the same columns at full precision; json: [{step, q_x, q_y, k_x, k_y}]"),

@@ -13,6 +13,12 @@
 
 namespace anisoscope::client {
 
+// --run NAME and --probe ID, as every query command reads them.
+inline FlagSpec RunFlag() { return StringFlag("run", "NAME", "the run (see 'runs')"); }
+inline FlagSpec ProbeFlag() {
+  return StringFlag("probe", "ID", "the probe (default: the run's only one)");
+}
+
 // --from-step A, --to-step B.
 inline std::vector<FlagSpec> StepRangeFlags() {
   return {IntFlag("from-step", "A", "only steps >= A", 0),

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <set>
-#include <string_view>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/checkpoint/fingerprint.h"
 #include "analysis/metrics/checkpoint_metrics.h"
 #include "common/status_macros.h"
 
@@ -64,15 +64,9 @@ absl::Status CheckBlocks(const google::protobuf::RepeatedPtrField<Block>& blocks
   return absl::OkStatus();
 }
 
-// Empty (a worker that does not hash) or "xxh3-128:" and 32 lowercase hex digits.
+// Empty (a worker that does not hash) or the form analysis/checkpoint/fingerprint.h gives.
 absl::Status CheckFingerprint(const std::string& fingerprint) {
-  constexpr std::string_view kPrefix = "xxh3-128:";
-  if (fingerprint.empty()) return absl::OkStatus();
-  const bool well_formed =
-      fingerprint.size() == kPrefix.size() + 32 && fingerprint.rfind(kPrefix, 0) == 0 &&
-      std::all_of(fingerprint.begin() + kPrefix.size(), fingerprint.end(),
-                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-  if (well_formed) return absl::OkStatus();
+  if (fingerprint.empty() || analysis::IsFingerprint(fingerprint)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("fingerprint '", fingerprint.substr(0, 64),
                                                  "' is not \"xxh3-128:\" and 32 hex digits"));
 }

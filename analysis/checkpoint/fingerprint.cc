@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,9 @@
 
 namespace anisoscope::analysis {
 namespace {
+
+constexpr char kPrefix[] = "xxh3-128:";
+constexpr size_t kHexDigits = 32;
 
 // Buffered reads: a fresh mapping of a file would fault in every page (about 1.3 GB/s
 // here, for 10 and more of XXH3 on data in memory).
@@ -63,10 +67,19 @@ absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::
     RETURN_IF_ERROR(HashFile(file, state.get(), buffer));
   }
   const XXH128_hash_t hash = XXH3_128bits_digest(state.get());
-  char hex[33];
+  char hex[kHexDigits + 1];
   std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(hash.high64),
                 static_cast<unsigned long long>(hash.low64));
-  return absl::StrCat("xxh3-128:", hex);
+  return absl::StrCat(kPrefix, hex);
+}
+
+bool IsFingerprint(std::string_view text) {
+  const std::string_view prefix = kPrefix;
+  if (text.size() != prefix.size() + kHexDigits || text.substr(0, prefix.size()) != prefix) {
+    return false;
+  }
+  return std::all_of(text.begin() + prefix.size(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace anisoscope::analysis

@@ -8,13 +8,17 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace anisoscope::analysis {
 
-// "xxh3-128:" and 32 hex digits. Errors name the file that cannot be read.
+// "xxh3-128:" and 32 lowercase hex digits. Errors name the file that cannot be read.
 absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::path>& files);
+
+// Whether `text` has the form FingerprintFiles gives (an upload's check).
+bool IsFingerprint(std::string_view text);
 
 }  // namespace anisoscope::analysis

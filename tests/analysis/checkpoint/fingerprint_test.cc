@@ -42,6 +42,9 @@ TEST_F(FingerprintTest, TheSameBytesUnderOtherNamesHaveOneFingerprint) {
   const std::string weights(100000, 'w');
   const std::string a = Of({File("step100.bin", weights)});
   EXPECT_TRUE(std::regex_match(a, std::regex("xxh3-128:[0-9a-f]{32}"))) << a;
+  EXPECT_TRUE(IsFingerprint(a));
+  EXPECT_FALSE(IsFingerprint(a.substr(0, a.size() - 1)));
+  EXPECT_FALSE(IsFingerprint("xxh3-128:0123456789ABCDEF0123456789abcdef"));
   EXPECT_EQ(Of({File("step200.bin", weights)}), a);
   std::string changed = weights;
   changed[54321] = 'x';
