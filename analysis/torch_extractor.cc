@@ -37,7 +37,7 @@ absl::Status ValidateProbe(const Probe& probe, const ModelShape& shape,
     if (static_cast<int64_t>(sample.size()) > shape.max_positions) {
       return absl::InvalidArgumentError(absl::StrCat(
           "probe sample ", s, " has ", sample.size(), " tokens, more than ", config_path.string(),
-          " maximum length (max_position_embeddings / n_positions ", shape.max_positions, ")"));
+          " maximum length (", shape.max_positions_key, " ", shape.max_positions, ")"));
     }
     for (size_t t = 0; t < sample.size(); ++t) {
       if (sample[t] < 0 || sample[t] >= shape.vocab_size) {

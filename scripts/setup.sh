@@ -18,6 +18,8 @@ PACKAGES=(
   libeigen3-dev                      # the projections' SVD (server/trajectory_projection.cc)
   libboost-dev                       # Boost.Math: the correlation tests' p-values (server/statistical_tests.cc)
   libxxhash-dev                      # XXH3: the checkpoints' fingerprints (analysis/checkpoint/fingerprint.cc)
+  libonig-dev                        # Oniguruma, the tokenizers' Split regexes as Hugging Face runs them
+  libsentencepiece-dev               # tests: the reference for the converted SentencePiece tokenizer.model
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates
   slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
   python3-yaml                       # the Kubernetes manifest test
@@ -26,6 +28,7 @@ PACKAGES=(
   python3-setuptools python3-wheel python3-pip       # `pip install ./python` (no build isolation)
   python3-tqdm python3-matplotlib                    # Client.wait's progress bar; examples/
   nodejs chromium                    # dashboard assets (npm) and its browser test
+  clang-14 libclang-rt-14-dev        # the fuzz targets (fuzz/, scripts/fuzz.sh): libFuzzer, ASan, UBSan
 )
 
 missing=()

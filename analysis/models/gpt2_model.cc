@@ -43,7 +43,9 @@ GPT2Model::GPT2Model(GPT2Config config, at::Device device)
     : config_(std::move(config)),
       shape_(MakeModelShape("gpt2", config_.num_layers, config_.num_heads, config_.hidden_size,
                             config_.vocab_size, config_.max_positions, /*causal=*/true)),
-      device_(device) {}
+      device_(device) {
+  shape_.max_positions_key = "n_positions";
+}
 
 absl::StatusOr<std::unique_ptr<GPT2Model>> GPT2Model::Create(const Checkpoint& checkpoint,
                                                              const at::Device& device,

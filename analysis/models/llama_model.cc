@@ -72,7 +72,10 @@ absl::StatusOr<LlamaConfig> LlamaConfig::FromCheckpoint(const Checkpoint& checkp
       model_type == "mistral" || (model_type == "qwen2" && json.value("use_sliding_window", false));
   if (windowed && reader.IsSet("sliding_window")) {
     ASSIGN_OR_RETURN(const int64_t window, reader.PositiveInt("sliding_window"));
-    config.max_positions = std::min(config.max_positions, window);
+    if (window < config.max_positions) {
+      config.max_positions = window;
+      config.max_positions_key = "sliding_window";
+    }
   }
   ASSIGN_OR_RETURN(config.inv_freq, RotaryInverseFrequencies(reader, json, config.head_dim));
   return config;
@@ -85,6 +88,7 @@ LlamaModel::LlamaModel(LlamaConfig config, at::Device device)
                             /*causal=*/true)),
       device_(device) {
   shape_.head_dim = static_cast<int>(config_.head_dim);
+  shape_.max_positions_key = config_.max_positions_key;
 }
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const Checkpoint& checkpoint,

@@ -31,6 +31,8 @@ struct LlamaConfig {
   int64_t head_dim = 0;
   int64_t intermediate_size = 0;
   int64_t max_positions = 0;
+  // "sliding_window" when a shorter window limits it.
+  std::string max_positions_key = "max_position_embeddings";
   double rms_norm_eps = 1e-6;
   Activation hidden_act = Activation::kSilu;
   bool qkv_bias = false;     // q/k/v projections (attention_bias; always for Qwen2)

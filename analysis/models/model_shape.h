@@ -16,6 +16,8 @@ struct ModelShape {
   int hidden_size = 0;
   int64_t vocab_size = 0;
   int64_t max_positions = 0;
+  // The config.json key max_positions comes from, for messages.
+  std::string max_positions_key = "max_position_embeddings";
   bool causal = false;
 };
 

@@ -1,13 +1,14 @@
 #include "analysis/probe/checkpoint_tokenizer.h"
 
 #include <fstream>
+#include <optional>
 #include <initializer_list>
 #include <system_error>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/tokenizer/byte_level_bpe_tokenizer.h"
+#include "analysis/tokenizer/bpe_tokenizer.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
@@ -36,14 +37,67 @@ absl::StatusOr<std::string> ModelTypeOf(const fs::path& tokenizer_json) {
   return root["model"]["type"].get<std::string>();
 }
 
+// tokenizer_config.json of `checkpoint_dir` as JSON; null when absent or malformed (then
+// Hugging Face's defaults apply).
+nlohmann::json ReadTokenizerConfig(const fs::path& checkpoint_dir) {
+  std::ifstream in(checkpoint_dir / "tokenizer_config.json");
+  if (!in) return nullptr;
+  nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return config.is_object() ? config : nullptr;
+}
+
+// The content of tokenizer_config.json's `key` ("<s>" or {"content": "<s>", ...}).
+std::optional<std::string> SpecialTokenContent(const nlohmann::json& config, const char* key) {
+  if (!config.is_object() || !config.contains(key)) return std::nullopt;
+  const nlohmann::json& token = config[key];
+  if (token.is_string()) return token.get<std::string>();
+  if (token.is_object() && token.contains("content") && token["content"].is_string()) {
+    return token["content"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// BOS (prefix) or EOS (suffix) of `framing` as tokenizer_config.json's add_<which>_token
+// says, when it says: the id of its <which>_token, found by `token_id`.
+absl::Status ApplyAddSpecialToken(const nlohmann::json& config, const fs::path& checkpoint_dir,
+                                  const char* which, const BpeTokenizer& tokenizer,
+                                  std::vector<int64_t>* ids) {
+  const std::string add_key = absl::StrCat("add_", which, "_token");
+  if (!config.is_object() || !config.contains(add_key) || !config[add_key].is_boolean()) {
+    return absl::OkStatus();
+  }
+  ids->clear();
+  if (!config[add_key].get<bool>()) return absl::OkStatus();
+  const std::string token_key = absl::StrCat(which, "_token");
+  const std::optional<std::string> content = SpecialTokenContent(config, token_key.c_str());
+  const std::optional<int64_t> id = content ? tokenizer.TokenId(*content) : std::nullopt;
+  if (!id) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        (checkpoint_dir / "tokenizer_config.json").string(), ": field '", add_key,
+        "' is true but '", token_key, "' ",
+        content ? absl::StrCat("(\"", *content, "\") is not a token of the tokenizer")
+                : "is missing"));
+  }
+  ids->push_back(*id);
+  return absl::OkStatus();
+}
+
+// The special tokens `tokenizer` declares around a text, as tokenizer_config.json adjusts them.
+absl::StatusOr<SampleFraming> FramingOf(const fs::path& checkpoint_dir,
+                                        const BpeTokenizer& tokenizer) {
+  SampleFraming framing{tokenizer.prefix_ids(), tokenizer.suffix_ids()};
+  const nlohmann::json config = ReadTokenizerConfig(checkpoint_dir);
+  RETURN_IF_ERROR(ApplyAddSpecialToken(config, checkpoint_dir, "bos", tokenizer, &framing.prefix));
+  RETURN_IF_ERROR(ApplyAddSpecialToken(config, checkpoint_dir, "eos", tokenizer, &framing.suffix));
+  return framing;
+}
+
 }  // namespace
 
 WordPieceTokenizer::Options WordPieceOptionsOf(const fs::path& checkpoint_dir,
                                                const nlohmann::json& config) {
   WordPieceTokenizer::Options options;
-  nlohmann::json tokenizer_config;
-  std::ifstream in(checkpoint_dir / "tokenizer_config.json");
-  if (in) tokenizer_config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json tokenizer_config = ReadTokenizerConfig(checkpoint_dir);
   for (const nlohmann::json* source :
        std::initializer_list<const nlohmann::json*>{&tokenizer_config, &config}) {
     if (source->is_object() && source->contains("do_lower_case") &&
@@ -73,17 +127,29 @@ absl::StatusOr<CheckpointTokenizer> LoadCheckpointTokenizer(const fs::path& chec
   if (IsFile(tokenizer_json)) {
     ASSIGN_OR_RETURN(const std::string type, ModelTypeOf(tokenizer_json));
     if (type == "BPE") {
-      ASSIGN_OR_RETURN(result.tokenizer, ByteLevelBpeTokenizer::FromTokenizerJson(tokenizer_json));
-      result.description = absl::StrCat("byte-level BPE from ", tokenizer_json.string());
+      ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> bpe,
+                       BpeTokenizer::FromTokenizerJson(tokenizer_json));
+      ASSIGN_OR_RETURN(result.framing, FramingOf(checkpoint_dir, *bpe));
+      result.tokenizer = std::move(bpe);
+      result.description = absl::StrCat("BPE from ", tokenizer_json.string());
       return result;
     }
     other_model = absl::StrCat(" (tokenizer.json has model.type '", type, "', not BPE)");
+  }
+  const fs::path tokenizer_model = checkpoint_dir / "tokenizer.model";
+  if (IsFile(tokenizer_model)) {
+    ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> bpe,
+                     BpeTokenizer::FromSentencePieceModel(tokenizer_model));
+    ASSIGN_OR_RETURN(result.framing, FramingOf(checkpoint_dir, *bpe));
+    result.tokenizer = std::move(bpe);
+    result.description = absl::StrCat("SentencePiece BPE from ", tokenizer_model.string());
+    return result;
   }
   const fs::path vocab_json = checkpoint_dir / "vocab.json";
   const fs::path merges_txt = checkpoint_dir / "merges.txt";
   if (IsFile(vocab_json) && IsFile(merges_txt)) {
     ASSIGN_OR_RETURN(result.tokenizer,
-                     ByteLevelBpeTokenizer::FromVocabAndMerges(vocab_json, merges_txt));
+                     BpeTokenizer::FromVocabAndMerges(vocab_json, merges_txt));
     result.description =
         absl::StrCat("byte-level BPE from ", vocab_json.string(), " + ", merges_txt.string());
     return result;
@@ -91,7 +157,8 @@ absl::StatusOr<CheckpointTokenizer> LoadCheckpointTokenizer(const fs::path& chec
   return absl::NotFoundError(absl::StrCat(
       "checkpoint directory ", checkpoint_dir.string(),
       " has no tokenizer for a text probe: looked for vocab.txt (WordPiece), tokenizer.json "
-      "with model.type BPE, and vocab.json + merges.txt (byte-level BPE)",
+      "with model.type BPE, tokenizer.model (SentencePiece), and vocab.json + merges.txt "
+      "(byte-level BPE)",
       other_model,
       IsFile(vocab_json) != IsFile(merges_txt)
           ? absl::StrCat("; found only ", IsFile(vocab_json) ? "vocab.json" : "merges.txt")

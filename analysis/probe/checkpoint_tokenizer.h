@@ -1,11 +1,19 @@
 // The tokenizer a checkpoint directory ships, chosen from its files, and the framing of
 // its text samples. Used by the extractor's BuildProbe; no LibTorch.
 //
-// Choice, first match wins:
+// Choice, first match wins (Hugging Face's AutoTokenizer also prefers tokenizer.json to
+// tokenizer.model):
 //   1. vocab.txt                       -> WordPiece, [CLS] … [SEP] (BERT, MultiBERTs);
-//   2. tokenizer.json, model.type BPE  -> byte-level BPE, no special tokens (Pythia);
-//   3. vocab.json + merges.txt         -> byte-level BPE, no special tokens (GPT-2, CRFM);
+//   2. tokenizer.json, model.type BPE  -> BPE (Pythia, Qwen, OLMo-2, LLaMA-3 byte-level;
+//                                         LLaMA-2, Mistral byte fallback), framed as its
+//                                         post_processor declares (<s> … for LLaMA-2);
+//   3. tokenizer.model                 -> SentencePiece BPE (LLaMA, Amber, TinyLlama),
+//                                         converted as LlamaConverter does, <s> …;
+//   4. vocab.json + merges.txt         -> byte-level BPE, no special tokens (GPT-2, CRFM);
 //   else NOT_FOUND naming the directory and the files looked for.
+// tokenizer_config.json's add_bos_token / add_eos_token, where present, decide the BOS / EOS
+// of 2 and 3 (as transformers' LlamaTokenizer and GPTNeoXTokenizerFast rebuild their
+// post-processor from them; LlamaTokenizer's defaults are BOS yes, EOS no).
 // Blocks on file reads; thread-safe (no shared state).
 #pragma once
 

@@ -35,7 +35,7 @@ absl::StatusOr<std::vector<int64_t>> ParseIdLine(std::string_view line, const st
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for 1e999
     return absl::InvalidArgumentError(absl::StrCat(where, ": not valid JSON (", e.what(), ")"));
   }
   if (!value.is_array()) {

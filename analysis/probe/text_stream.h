@@ -16,8 +16,10 @@ namespace anisoscope::analysis::internal {
 // into "\n" (universal newlines), blank lines and whitespace kept. Reads and encodes growing
 // prefixes of `in` (the first max(1 MiB, 8 bytes per id) long, then doubling), each encoded in
 // one call and cut just after an ASCII letter or digit that is followed by ASCII whitespace:
-// no pre-token of WordPiece or of byte-level BPE spans such a point, so the prefix's ids are
-// exactly the leading ids of the whole text (assumed: no added token holds such a pair).
+// no pre-token of WordPiece or of byte-level BPE spans such a point, nor a piece of a
+// SentencePiece-style vocabulary ("▁" only leads a piece), so the prefix's ids are exactly
+// the leading ids of the whole text (assumed: no added token or vocabulary piece holds such
+// a pair; the windows goldens check it for every tokenizer family).
 // Read errors are left in `in`'s state.
 std::vector<int64_t> EncodeLeadingIds(std::istream& in, const Tokenizer& tokenizer, size_t count);
 

@@ -15,7 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-absl::StatusOr<std::string> ReadWholeFile(const fs::path& file, const std::string& what) {
+}  // namespace
+
+absl::StatusOr<std::string> ReadTokenizerFile(const fs::path& file, const std::string& what) {
   std::error_code error;
   if (!fs::exists(file, error)) {
     return absl::NotFoundError(absl::StrCat(what, " not found: ", file.string()));
@@ -31,8 +33,10 @@ absl::StatusOr<std::string> ReadWholeFile(const fs::path& file, const std::strin
   return contents;
 }
 
+namespace {
+
 absl::StatusOr<json> ReadJson(const fs::path& file, const std::string& what) {
-  ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(file, what));
+  ASSIGN_OR_RETURN(const std::string text, ReadTokenizerFile(file, what));
   try {
     return json::parse(text);
   } catch (const json::exception& error) {
@@ -92,38 +96,192 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseJsonMerges
   return out;
 }
 
-absl::StatusOr<Normalization> ParseNormalizer(const json& normalizer, const fs::path& file) {
-  if (normalizer.is_null()) return Normalization::kNone;
-  const std::string type = normalizer.is_object() ? normalizer.value("type", "") : "";
-  if (type == "NFC") return Normalization::kNfc;
-  if (type == "NFD") return Normalization::kNfd;
-  if (type == "NFKC") return Normalization::kNfkc;
-  if (type == "NFKD") return Normalization::kNfkd;
-  return FieldError(file, "normalizer.type",
-                    absl::StrCat("is '", type, "'; supported: null, NFC, NFD, NFKC, NFKD"));
+// A boolean `key` of `object` into *out, if present; `field` names the object in errors.
+absl::Status ReadFlag(const json& object, const char* key, const fs::path& file,
+                      const std::string& field, bool* out) {
+  if (!object.contains(key)) return absl::OkStatus();
+  if (!object[key].is_boolean()) {
+    return FieldError(file, absl::StrCat(field, ".", key), "is not a boolean");
+  }
+  *out = object[key].get<bool>();
+  return absl::OkStatus();
 }
 
-absl::Status ParsePreTokenizer(const json& pre_tokenizer, const fs::path& file,
-                               ByteLevelBpeConfig* config) {
-  const std::string type = pre_tokenizer.is_object() ? pre_tokenizer.value("type", "") : "";
-  if (type != "ByteLevel") {
-    return FieldError(file, "pre_tokenizer.type",
-                      absl::StrCat("is '", pre_tokenizer.is_null() ? "null" : type,
-                                   "'; only ByteLevel is supported"));
+// A string `key` of `object`, or INVALID_ARGUMENT naming `field`.key.
+absl::StatusOr<std::string> ReadString(const json& object, const char* key,
+                                       const fs::path& file, const std::string& field) {
+  if (!object.contains(key) || !object[key].is_string()) {
+    return FieldError(file, absl::StrCat(field, ".", key), "is missing or not a string");
   }
-  for (const auto& [key, flag] :
-       {std::pair<const char*, bool*>{"add_prefix_space", &config->add_prefix_space},
-        {"use_regex", &config->use_regex}}) {
-    if (!pre_tokenizer.contains(key)) continue;
-    if (!pre_tokenizer[key].is_boolean()) {
-      return FieldError(file, absl::StrCat("pre_tokenizer.", key), "is not a boolean");
+  return object[key].get<std::string>();
+}
+
+// `object` with one "type" and, for "Sequence", its list under `list_key`, flattened.
+absl::StatusOr<std::vector<std::pair<std::string, const json*>>> FlattenSequence(
+    const json& object, const char* list_key, const fs::path& file, const std::string& field) {
+  std::vector<std::pair<std::string, const json*>> steps;
+  if (object.is_null()) return steps;
+  const std::string type = object.is_object() ? object.value("type", "") : "";
+  if (type != "Sequence") {
+    steps.emplace_back(field, &object);
+    return steps;
+  }
+  if (!object.contains(list_key) || !object[list_key].is_array()) {
+    return FieldError(file, absl::StrCat(field, ".", list_key), "is missing or not an array");
+  }
+  for (size_t i = 0; i < object[list_key].size(); ++i) {
+    ASSIGN_OR_RETURN(auto inner, FlattenSequence(object[list_key][i], list_key, file,
+                                                 absl::StrCat(field, ".", list_key, "[", i, "]")));
+    steps.insert(steps.end(), inner.begin(), inner.end());
+  }
+  return steps;
+}
+
+absl::StatusOr<std::vector<NormalizerStep>> ParseNormalizer(const json& normalizer,
+                                                            const fs::path& file) {
+  ASSIGN_OR_RETURN(const auto flat, FlattenSequence(normalizer, "normalizers", file, "normalizer"));
+  std::vector<NormalizerStep> steps;
+  for (const auto& [field, step] : flat) {
+    const std::string type = step->is_object() ? step->value("type", "") : "";
+    NormalizerStep out;
+    if (type == "NFC") {
+      out.kind = NormalizerStep::Kind::kNfc;
+    } else if (type == "NFD") {
+      out.kind = NormalizerStep::Kind::kNfd;
+    } else if (type == "NFKC") {
+      out.kind = NormalizerStep::Kind::kNfkc;
+    } else if (type == "NFKD") {
+      out.kind = NormalizerStep::Kind::kNfkd;
+    } else if (type == "Prepend") {
+      out.kind = NormalizerStep::Kind::kPrepend;
+      ASSIGN_OR_RETURN(out.text, ReadString(*step, "prepend", file, field));
+    } else if (type == "Replace") {
+      out.kind = NormalizerStep::Kind::kReplace;
+      const json& pattern = step->contains("pattern") ? (*step)["pattern"] : json();
+      if (!pattern.is_object() || !pattern.contains("String") || !pattern["String"].is_string() ||
+          pattern["String"].get<std::string>().empty()) {
+        return FieldError(file, absl::StrCat(field, ".pattern"),
+                          "is not a non-empty {\"String\": ...} (regex patterns are not supported)");
+      }
+      out.text = pattern["String"].get<std::string>();
+      ASSIGN_OR_RETURN(out.replacement, ReadString(*step, "content", file, field));
+    } else {
+      return FieldError(file, absl::StrCat(field, ".type"),
+                        absl::StrCat("is '", type,
+                                     "'; supported: NFC, NFD, NFKC, NFKD, Prepend, Replace and "
+                                     "a Sequence of them"));
     }
-    *flag = pre_tokenizer[key].get<bool>();
+    steps.push_back(std::move(out));
+  }
+  return steps;
+}
+
+absl::StatusOr<std::vector<PreTokenizerStep>> ParsePreTokenizer(const json& pre_tokenizer,
+                                                                const fs::path& file) {
+  ASSIGN_OR_RETURN(const auto flat,
+                   FlattenSequence(pre_tokenizer, "pretokenizers", file, "pre_tokenizer"));
+  std::vector<PreTokenizerStep> steps;
+  for (const auto& [field, step] : flat) {
+    const std::string type = step->is_object() ? step->value("type", "") : "";
+    if (!steps.empty() && steps.back().kind == PreTokenizerStep::Kind::kByteLevel) {
+      return FieldError(file, field, "follows a ByteLevel step, which must come last");
+    }
+    PreTokenizerStep out;
+    if (type == "ByteLevel") {
+      out.kind = PreTokenizerStep::Kind::kByteLevel;
+      RETURN_IF_ERROR(ReadFlag(*step, "add_prefix_space", file, field, &out.add_prefix_space));
+      RETURN_IF_ERROR(ReadFlag(*step, "use_regex", file, field, &out.use_regex));
+    } else if (type == "Split") {
+      out.kind = PreTokenizerStep::Kind::kSplit;
+      const json& pattern = step->contains("pattern") ? (*step)["pattern"] : json();
+      if (pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()) {
+        out.pattern = pattern["Regex"].get<std::string>();
+      } else {
+        return FieldError(file, absl::StrCat(field, ".pattern"), "is not a {\"Regex\": ...}");
+      }
+      if (step->value("behavior", "") != "Isolated" || step->value("invert", false)) {
+        return FieldError(file, absl::StrCat(field, ".behavior"),
+                          "is not \"Isolated\" without invert, the only split supported");
+      }
+    } else if (type == "Metaspace") {
+      out.kind = PreTokenizerStep::Kind::kMetaspace;
+      ASSIGN_OR_RETURN(out.replacement, ReadString(*step, "replacement", file, field));
+      RETURN_IF_ERROR(ReadFlag(*step, "split", file, field, &out.split));
+      // prepend_scheme (tokenizers >= 0.14), else the older add_prefix_space.
+      bool add_prefix_space = true;
+      RETURN_IF_ERROR(ReadFlag(*step, "add_prefix_space", file, field, &add_prefix_space));
+      const std::string scheme =
+          step->value("prepend_scheme", add_prefix_space ? "always" : "never");
+      if (scheme == "always") {
+        out.prepend = PreTokenizerStep::Prepend::kAlways;
+      } else if (scheme == "first") {
+        out.prepend = PreTokenizerStep::Prepend::kFirst;
+      } else if (scheme == "never") {
+        out.prepend = PreTokenizerStep::Prepend::kNever;
+      } else {
+        return FieldError(file, absl::StrCat(field, ".prepend_scheme"),
+                          absl::StrCat("is '", scheme, "'; supported: always, first, never"));
+      }
+    } else {
+      return FieldError(file, absl::StrCat(field, ".type"),
+                        absl::StrCat("is '", type,
+                                     "'; supported: null, ByteLevel, Split, Metaspace and a "
+                                     "Sequence of them"));
+    }
+    steps.push_back(std::move(out));
+  }
+  return steps;
+}
+
+// The special tokens a TemplateProcessing post_processor puts around a single text ($A);
+// ByteLevel post-processing changes no ids.
+absl::Status ParsePostProcessor(const json& post_processor, const fs::path& file,
+                                BpeConfig* config) {
+  ASSIGN_OR_RETURN(const auto flat,
+                   FlattenSequence(post_processor, "processors", file, "post_processor"));
+  for (const auto& [field, step] : flat) {
+    const std::string type = step->is_object() ? step->value("type", "") : "";
+    if (type == "ByteLevel") continue;
+    if (type != "TemplateProcessing") {
+      return FieldError(file, absl::StrCat(field, ".type"),
+                        absl::StrCat("is '", type,
+                                     "'; supported: null, ByteLevel, TemplateProcessing and a "
+                                     "Sequence of them"));
+    }
+    const json& single = step->contains("single") ? (*step)["single"] : json();
+    const json& specials = step->contains("special_tokens") ? (*step)["special_tokens"] : json();
+    if (!single.is_array() || !specials.is_object()) {
+      return FieldError(file, field, "needs a 'single' array and a 'special_tokens' object");
+    }
+    bool after_text = false;
+    for (size_t i = 0; i < single.size(); ++i) {
+      const json& piece = single[i];
+      const std::string piece_field = absl::StrCat(field, ".single[", i, "]");
+      if (piece.contains("Sequence")) {
+        after_text = true;
+        continue;
+      }
+      const json& special = piece.contains("SpecialToken") ? piece["SpecialToken"] : json();
+      const std::string name = special.is_object() ? special.value("id", "") : "";
+      const json& entry = specials.contains(name) ? specials[name] : json();
+      if (!entry.is_object() || !entry.contains("ids") || !entry["ids"].is_array()) {
+        return FieldError(file, piece_field,
+                          absl::StrCat("names special token '", name,
+                                       "', which special_tokens does not give ids for"));
+      }
+      for (const json& id : entry["ids"]) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0) {
+          return FieldError(file, absl::StrCat(field, ".special_tokens.", name, ".ids"),
+                            "holds an id that is not a non-negative integer");
+        }
+        (after_text ? config->suffix_ids : config->prefix_ids).push_back(id.get<int64_t>());
+      }
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status ParseAddedTokens(const json& added, const fs::path& file, ByteLevelBpeConfig* config) {
+absl::Status ParseAddedTokens(const json& added, const fs::path& file, BpeConfig* config) {
   if (added.is_null()) return absl::OkStatus();
   if (!added.is_array()) return FieldError(file, "added_tokens", "is not an array");
   for (size_t i = 0; i < added.size(); ++i) {
@@ -150,10 +308,10 @@ absl::Status ParseAddedTokens(const json& added, const fs::path& file, ByteLevel
 
 }  // namespace
 
-absl::StatusOr<ByteLevelBpeConfig> ReadTokenizerJson(const fs::path& file) {
+absl::StatusOr<BpeConfig> ReadTokenizerJson(const fs::path& file) {
   ASSIGN_OR_RETURN(const json root, ReadJson(file, "tokenizer.json"));
   if (!root.is_object()) return FieldError(file, "(root)", "is not an object");
-  ByteLevelBpeConfig config;
+  BpeConfig config;
   config.source = file.string();
   const json& model = root.contains("model") ? root["model"] : json();
   if (!model.is_object()) return FieldError(file, "model", "is missing");
@@ -173,32 +331,32 @@ absl::StatusOr<ByteLevelBpeConfig> ReadTokenizerJson(const fs::path& file) {
       return FieldError(file, absl::StrCat("model.", field), "is set, which is not supported");
     }
   }
-  if (model.value("byte_fallback", false)) {
-    return FieldError(file, "model.byte_fallback", "is true, which is not supported");
-  }
   ASSIGN_OR_RETURN(config.vocab, ParseVocab(model["vocab"], file, "model.vocab"));
   ASSIGN_OR_RETURN(config.merges, ParseJsonMerges(model["merges"], file));
   if (model.contains("unk_token") && model["unk_token"].is_string()) {
     config.unk_token = model["unk_token"].get<std::string>();
   }
-  config.ignore_merges = model.value("ignore_merges", false);
-  ASSIGN_OR_RETURN(
-      config.normalization,
-      ParseNormalizer(root.contains("normalizer") ? root["normalizer"] : json(), file));
-  RETURN_IF_ERROR(ParsePreTokenizer(root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json(),
-                                    file, &config));
-  RETURN_IF_ERROR(ParseAddedTokens(root.contains("added_tokens") ? root["added_tokens"] : json(),
-                                   file, &config));
+  for (const auto& [key, flag] : {std::pair<const char*, bool*>{"ignore_merges", &config.ignore_merges},
+                                  {"byte_fallback", &config.byte_fallback},
+                                  {"fuse_unk", &config.fuse_unk}}) {
+    RETURN_IF_ERROR(ReadFlag(model, key, file, "model", flag));
+  }
+  const auto member = [&root](const char* key) { return root.contains(key) ? root[key] : json(); };
+  ASSIGN_OR_RETURN(config.normalizer, ParseNormalizer(member("normalizer"), file));
+  ASSIGN_OR_RETURN(config.pre_tokenizer, ParsePreTokenizer(member("pre_tokenizer"), file));
+  RETURN_IF_ERROR(ParsePostProcessor(member("post_processor"), file, &config));
+  RETURN_IF_ERROR(ParseAddedTokens(member("added_tokens"), file, &config));
   return config;
 }
 
-absl::StatusOr<ByteLevelBpeConfig> ReadVocabAndMerges(const fs::path& vocab_json,
+absl::StatusOr<BpeConfig> ReadVocabAndMerges(const fs::path& vocab_json,
                                                       const fs::path& merges_txt) {
-  ByteLevelBpeConfig config;
+  BpeConfig config;
   config.source = absl::StrCat(vocab_json.string(), " + ", merges_txt.string());
+  config.pre_tokenizer.push_back({PreTokenizerStep::Kind::kByteLevel});
   ASSIGN_OR_RETURN(const json vocab, ReadJson(vocab_json, "vocab.json"));
   ASSIGN_OR_RETURN(config.vocab, ParseVocab(vocab, vocab_json, "(root)"));
-  ASSIGN_OR_RETURN(const std::string merges, ReadWholeFile(merges_txt, "merges.txt"));
+  ASSIGN_OR_RETURN(const std::string merges, ReadTokenizerFile(merges_txt, "merges.txt"));
   // As tokenizers' BPE::read_file: "#version" lines skipped, every other line "left right".
   size_t line_number = 0;
   for (size_t pos = 0; pos < merges.size();) {

@@ -1,5 +1,6 @@
 #include "analysis/tokenizer/bpe_model.h"
 
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -8,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "analysis/tokenizer/byte_level_pre_tokenizer.h"
+#include "analysis/tokenizer/byte_level.h"
 
 namespace anisoscope::analysis::internal {
 namespace {
@@ -69,12 +70,17 @@ const BpeModel::Merge* BpeModel::FindMerge(int64_t left, int64_t right) const {
   return it == merges_.end() ? nullptr : &it->second;
 }
 
-void BpeModel::EncodeWord(std::string_view word_bytes, std::vector<int64_t>* ids) const {
-  if (options_.cache_capacity == 0) {
-    MergeWord(word_bytes, ids);
+template <typename Encode>
+void BpeModel::Cached(std::string_view word, bool byte_level, const Encode& encode,
+                      std::vector<int64_t>* ids) const {
+  // As tokenizers' cache: long words (a whole text without pre-tokenizer) are not kept.
+  constexpr size_t kMaxCachedBytes = 256;
+  if (options_.cache_capacity == 0 || word.size() > kMaxCachedBytes) {
+    encode();
     return;
   }
-  const std::string key(word_bytes);
+  std::string key(word);
+  key.push_back(byte_level ? 'b' : 'c');
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     auto it = cache_.find(key);
@@ -84,39 +90,105 @@ void BpeModel::EncodeWord(std::string_view word_bytes, std::vector<int64_t>* ids
     }
   }
   const size_t before = ids->size();
-  MergeWord(word_bytes, ids);
+  encode();
   std::lock_guard<std::mutex> lock(cache_mutex_);
   // A full cache keeps what it has (HF's cache also stops filling).
   if (cache_.size() < options_.cache_capacity) {
-    cache_.emplace(key, std::vector<int64_t>(ids->begin() + before, ids->end()));
+    cache_.emplace(std::move(key), std::vector<int64_t>(ids->begin() + before, ids->end()));
   }
 }
 
-void BpeModel::MergeWord(std::string_view word_bytes, std::vector<int64_t>* ids) const {
-  if (options_.ignore_merges) {
-    if (std::optional<int64_t> id = TokenId(BytesToUnicode(word_bytes))) {
-      ids->push_back(*id);
-      return;
+void BpeModel::EncodeByteLevelWord(std::string_view word_bytes, std::vector<int64_t>* ids) const {
+  Cached(word_bytes, /*byte_level=*/true, [&] {
+    if (options_.ignore_merges) {
+      if (std::optional<int64_t> id = TokenId(BytesToUnicode(word_bytes))) {
+        ids->push_back(*id);
+        return;
+      }
+    }
+    MergeSymbols(ByteLevelSymbols(word_bytes), ids);
+  }, ids);
+}
+
+void BpeModel::EncodeWord(std::string_view word, std::vector<int64_t>* ids) const {
+  Cached(word, /*byte_level=*/false, [&] {
+    if (options_.ignore_merges) {
+      if (std::optional<int64_t> id = TokenId(word)) {
+        ids->push_back(*id);
+        return;
+      }
+    }
+    MergeSymbols(CharacterSymbols(word), ids);
+  }, ids);
+}
+
+std::vector<int64_t> BpeModel::ByteLevelSymbols(std::string_view word_bytes) const {
+  std::vector<int64_t> symbols;
+  symbols.reserve(word_bytes.size());
+  for (const char byte : word_bytes) {
+    const int64_t id = byte_ids_[static_cast<uint8_t>(byte)];
+    if (id >= 0) {
+      symbols.push_back(id);
+    } else if (options_.unk_id) {
+      symbols.push_back(*options_.unk_id);
     }
   }
+  return symbols;
+}
+
+// As tokenizers' BPE::merge_word: each character's id, else its bytes' <0xAB> ids, else unk
+// (runs of unk fused into one when fuse_unk).
+std::vector<int64_t> BpeModel::CharacterSymbols(std::string_view word) const {
+  std::vector<int64_t> symbols;
+  symbols.reserve(word.size());
+  bool last_was_unk = false;
+  for (size_t pos = 0; pos < word.size();) {
+    size_t length = 1;
+    const auto lead = static_cast<uint8_t>(word[pos]);
+    if (lead >= 0xF0) length = 4;
+    else if (lead >= 0xE0) length = 3;
+    else if (lead >= 0xC0) length = 2;
+    const std::string_view character = word.substr(pos, length);
+    pos += length;
+    if (std::optional<int64_t> id = TokenId(character)) {
+      symbols.push_back(*id);
+      last_was_unk = false;
+      continue;
+    }
+    if (options_.byte_fallback) {
+      std::vector<int64_t> bytes;
+      for (const char byte : character) {
+        char name[7];
+        std::snprintf(name, sizeof(name), "<0x%02X>", static_cast<uint8_t>(byte));
+        if (std::optional<int64_t> id = TokenId(name)) bytes.push_back(*id);
+      }
+      if (bytes.size() == character.size()) {
+        symbols.insert(symbols.end(), bytes.begin(), bytes.end());
+        last_was_unk = false;
+        continue;
+      }
+    }
+    if (!options_.unk_id) continue;
+    if (!(last_was_unk && options_.fuse_unk)) symbols.push_back(*options_.unk_id);
+    last_was_unk = true;
+  }
+  return symbols;
+}
+
+void BpeModel::MergeSymbols(const std::vector<int64_t>& initial, std::vector<int64_t>* ids) const {
   // A doubly linked list of symbols; merged-away symbols get id -1.
   struct Symbol {
     int64_t id;
     int prev;
     int next;
   };
+  if (initial.empty()) return;
   std::vector<Symbol> symbols;
-  symbols.reserve(word_bytes.size());
-  for (const char byte : word_bytes) {
-    int64_t id = byte_ids_[static_cast<uint8_t>(byte)];
-    if (id < 0) {
-      if (!options_.unk_id) continue;
-      id = *options_.unk_id;
-    }
+  symbols.reserve(initial.size());
+  for (const int64_t id : initial) {
     const int index = static_cast<int>(symbols.size());
     symbols.push_back({id, index - 1, index + 1});
   }
-  if (symbols.empty()) return;
   symbols.back().next = -1;
 
   // (rank, position, new id): lowest rank first, then leftmost, as tokenizers' Merge order.

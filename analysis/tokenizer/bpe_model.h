@@ -1,6 +1,8 @@
-// BpeModel: Hugging Face tokenizers' BPE model over byte-level words: a vocabulary and a
-// rank-ordered merge list, applied lowest rank first (leftmost first on ties) exactly as
-// tokenizers' Word::merge_all. A bounded per-word cache makes repeated words cheap.
+// BpeModel: Hugging Face tokenizers' BPE model: a vocabulary and a rank-ordered merge list,
+// applied lowest rank first (leftmost first on ties) exactly as tokenizers' Word::merge_all,
+// over the characters of a word: byte-level words (GPT-2 style, each byte a character) or
+// plain UTF-8 words with byte fallback (LLaMA-2 style). A bounded per-word cache makes
+// repeated words cheap.
 // Immutable after Create apart from the cache, which is guarded: thread-safe.
 #pragma once
 
@@ -26,6 +28,11 @@ class BpeModel {
     std::optional<int64_t> unk_id;
     // A word that is itself in the vocabulary is one token without merging (HF ignore_merges).
     bool ignore_merges = false;
+    // A character missing from the vocabulary becomes the <0xAB> tokens of its bytes when
+    // they all are in it (HF byte_fallback), else unk.
+    bool byte_fallback = false;
+    // Consecutive unk characters become one unk (HF fuse_unk).
+    bool fuse_unk = false;
     // Words remembered by the cache; 0 disables it.
     size_t cache_capacity = 1 << 16;
   };
@@ -39,7 +46,9 @@ class BpeModel {
 
   // Appends the ids of one pre-tokenized word given as raw bytes (mapped through
   // ByteToUnicode here).
-  void EncodeWord(std::string_view word_bytes, std::vector<int64_t>* ids) const;
+  void EncodeByteLevelWord(std::string_view word_bytes, std::vector<int64_t>* ids) const;
+  // Appends the ids of one pre-tokenized word of valid UTF-8, character by character.
+  void EncodeWord(std::string_view word, std::vector<int64_t>* ids) const;
 
   // Id of `token` (in byte-to-unicode form), if in the vocabulary.
   std::optional<int64_t> TokenId(std::string_view token) const;
@@ -54,8 +63,15 @@ class BpeModel {
 
   BpeModel() = default;
 
-  // Merges the byte symbols of `word_bytes`; no cache.
-  void MergeWord(std::string_view word_bytes, std::vector<int64_t>* ids) const;
+  // The cache in front of `encode`, which appends a word's ids.
+  template <typename Encode>
+  void Cached(std::string_view word, bool byte_level, const Encode& encode,
+              std::vector<int64_t>* ids) const;
+  // A word's symbols before merging.
+  std::vector<int64_t> ByteLevelSymbols(std::string_view word_bytes) const;
+  std::vector<int64_t> CharacterSymbols(std::string_view word) const;
+  // Merges `symbols` and appends the result.
+  void MergeSymbols(const std::vector<int64_t>& symbols, std::vector<int64_t>* ids) const;
   const Merge* FindMerge(int64_t left, int64_t right) const;
 
   Options options_;

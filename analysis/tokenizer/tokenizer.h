@@ -1,5 +1,5 @@
 // Tokenizer: text -> token ids, the seam between a checkpoint's tokenizer files and the
-// probes. Implementations: WordPieceTokenizer (BERT), ByteLevelBpeTokenizer (GPT-2, GPT-NeoX).
+// probes. Implementations: WordPieceTokenizer (BERT), BpeTokenizer (GPT-2, GPT-NeoX).
 #pragma once
 
 #include <cstdint>

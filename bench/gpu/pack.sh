@@ -16,7 +16,8 @@ PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libcpp-httplib0.11 libcli11-dev libeigen3-dev
   libsqlite3-dev libsqlite3-0 libgtest-dev libgmock-dev libre2-dev libre2-9
   libc-ares-dev libc-ares2 libssl-dev libssl3 zlib1g-dev zlib1g libicu-dev libicu72
-  libbrotli1 libbrotli-dev pkgconf pkgconf-bin libpkgconf3 libxxhash-dev libxxhash0)
+  libbrotli1 libbrotli-dev pkgconf pkgconf-bin libpkgconf3 libxxhash-dev libxxhash0
+  libonig-dev libonig5 libsentencepiece-dev libsentencepiece0)
 
 [ -d "$SHARED" ] || { echo "pack.sh: $SHARED is missing (set ANISOSCOPE_SHARED_DATA)" >&2; exit 1; }
 tmp=$(mktemp -d)

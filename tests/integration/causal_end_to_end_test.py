@@ -189,6 +189,22 @@ class CausalEndToEndTest(unittest.TestCase):
         self.assertEqual(sorted({p["step"] for p in points}), STEPS)
         self.assertTrue(all(p["value"] > 0 for p in points))
 
+    def test_llama_text_probe_uses_its_sentencepiece_model(self):
+        # The llama checkpoints ship only tokenizer.model (and tokenizer_config.json).
+        self.assertEqual(sorted(f for f in os.listdir(os.path.join(FIXTURE, "llama", "step0"))
+                                if f.startswith("tokenizer")),
+                         ["tokenizer.model", "tokenizer_config.json"])
+        text = os.path.join(self.work, "probe_llama.txt")
+        with open(text, "w", encoding="utf-8") as f:
+            f.write(TEXT)
+        result = self.server.cli("submit", "--run", "llama_text", "--checkpoints",
+                                 os.path.join(FIXTURE, "llama"), "--probe-text", text,
+                                 "--seq-len", "32", "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
+        points = self.query("llama_text", "attn_entropy")
+        self.assertEqual(sorted({p["step"] for p in points}), STEPS)
+        self.assertTrue(all(p["value"] > 0 for p in points))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,6 +1,7 @@
-// Text probes on causal checkpoints: the checkpoint's own byte-level BPE tokenizer, no
-// special tokens, and the model's maximum length read from max_position_embeddings
-// (GPT-NeoX) or n_positions (GPT-2) when --seq-len is not given.
+// Text probes on causal checkpoints: the checkpoint's own tokenizer (byte-level BPE without
+// special tokens for GPT-NeoX and GPT-2; SentencePiece with <s> first for LLaMA), and the
+// model's maximum length read from max_position_embeddings or n_positions when --seq-len
+// is not given.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,11 +21,12 @@ namespace fs = std::filesystem;
 struct Suite {
   const char* name;        // a key of wikitext_windows_golden.json
   const char* checkpoint;  // under the causal_runs fixture
+  std::vector<int64_t> prefix;  // the special tokens before each window
 };
 
 class CausalTextProbeTest : public ::testing::TestWithParam<Suite> {};
 
-TEST_P(CausalTextProbeTest, WindowsOfTheModelsMaximumLengthWithoutSpecialTokens) {
+TEST_P(CausalTextProbeTest, WindowsOfTheModelsMaximumLengthWithTheTokenizersFraming) {
   const char* fixtures = std::getenv("ANISOSCOPE_FIXTURES");
   const char* shared = std::getenv("ANISOSCOPE_SHARED_DATA");
   const char* source = std::getenv("ANISOSCOPE_SOURCE_DIR");
@@ -55,17 +57,21 @@ TEST_P(CausalTextProbeTest, WindowsOfTheModelsMaximumLengthWithoutSpecialTokens)
   auto probe = (*extractor)->BuildProbe(checkpoint, spec);
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 2u);
+  const std::vector<int64_t>& prefix = GetParam().prefix;
+  const int64_t body = max_length - static_cast<int64_t>(prefix.size());
   for (int s = 0; s < 2; ++s) {
-    const std::vector<int64_t> expected(first_ids.begin() + s * max_length,
-                                        first_ids.begin() + (s + 1) * max_length);
+    std::vector<int64_t> expected = prefix;
+    expected.insert(expected.end(), first_ids.begin() + s * body,
+                    first_ids.begin() + (s + 1) * body);
     EXPECT_EQ(probe->samples[s], expected) << "sample " << s;
   }
   EXPECT_TRUE((*extractor)->Extract(checkpoint, *probe, {}).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Suites, CausalTextProbeTest,
-                         ::testing::Values(Suite{"pythia", "pythia/step100"},
-                                           Suite{"gpt2", "crfm/checkpoint-100"}),
+                         ::testing::Values(Suite{"pythia", "pythia/step100", {}},
+                                           Suite{"gpt2", "crfm/checkpoint-100", {}},
+                                           Suite{"llama", "llama/step100", {1}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/extractor.h"
+#include "nlohmann/json.hpp"
 
 namespace anisoscope::analysis {
 namespace {
@@ -64,6 +65,25 @@ TEST_F(ExtractorErrorsTest, SeqLenBeyondModelMaximumIsRefused) {
   auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec);
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(probe.status().message().find("max_position_embeddings"), std::string::npos);
+}
+
+// Mistral's sliding window, shorter than max_position_embeddings, is the longest probe; the
+// refusal names it, not max_position_embeddings.
+TEST_F(ExtractorErrorsTest, ProbeLongerThanASlidingWindowNamesTheWindow) {
+  const char* fixtures = std::getenv("ANISOSCOPE_FIXTURES");
+  const fs::path llama = fs::path(fixtures ? fixtures : "fixtures") / "causal_runs" / "llama" /
+                         "step100";
+  ASSERT_TRUE(fs::exists(llama)) << "fixture causal_runs missing at " << llama;
+  fs::remove_all(dir_ / "ckpt");
+  fs::copy(llama, dir_ / "ckpt");
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir_ / "ckpt" / "config.json"));
+  config["model_type"] = "mistral";
+  config["architectures"] = {"MistralForCausalLM"};
+  config["sliding_window"] = 4;
+  std::ofstream(dir_ / "ckpt" / "config.json") << config.dump();
+  const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3, 7, 9, 11]\n"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("(sliding_window 4)"), std::string::npos) << status;
 }
 
 TEST_F(ExtractorErrorsTest, TruncatedWeightsNameTheFile) {

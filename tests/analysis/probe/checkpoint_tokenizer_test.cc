@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/tokenizer/bpe_tokenizer.h"
 #include "gtest/gtest.h"
 
 namespace anisoscope::analysis {
@@ -37,6 +38,10 @@ class CheckpointTokenizerTest : public ::testing::Test {
     if (tokenizers_.empty() || !fs::exists(target)) return false;
     fs::create_symlink(target, dir_ / name);
     return true;
+  }
+  // Links tests/data/tokenizers/<family>/<name> into the checkpoint dir.
+  void LinkRepo(const std::string& family, const std::string& name) {
+    fs::create_symlink(fs::path(ANISOSCOPE_REPO_TOKENIZERS) / family / name, dir_ / name);
   }
   void Write(const std::string& name, const std::string& contents) {
     std::ofstream(dir_ / name, std::ios::binary) << contents;
@@ -84,6 +89,53 @@ TEST_F(CheckpointTokenizerTest, BpeTokenizerJsonIsByteLevelBpeWithoutFraming) {
   // transformers.js ids for Pythia (tests/analysis/tokenizer/testdata/pythia_golden.json).
   EXPECT_EQ(chosen->tokenizer->Encode(" = Robert Boulter = "),
             (Ids{426, 6911, 378, 3941, 350, 426, 209}));
+  EXPECT_NE(chosen->description.find("tokenizer.json"), std::string::npos);
+}
+
+// LLaMA-2's ids of "hello world" (tests/analysis/tokenizer/testdata/llama_golden.json).
+const Ids kLlamaHelloWorld = {22172, 3186};
+
+TEST_F(CheckpointTokenizerTest, TokenizerModelIsSentencePieceWithBos) {
+  LinkRepo("llama", "tokenizer.model");
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_NE(dynamic_cast<BpeTokenizer*>(chosen->tokenizer.get()), nullptr);
+  EXPECT_EQ(chosen->tokenizer->Encode("hello world"), kLlamaHelloWorld);
+  EXPECT_EQ(chosen->framing.prefix, Ids{1});
+  EXPECT_TRUE(chosen->framing.suffix.empty());
+  EXPECT_NE(chosen->description.find("SentencePiece"), std::string::npos);
+}
+
+TEST_F(CheckpointTokenizerTest, TokenizerConfigDecidesBosAndEos) {
+  LinkRepo("llama", "tokenizer.model");
+  Write("tokenizer_config.json",
+        R"({"add_bos_token": false, "add_eos_token": true, "eos_token": {"content": "</s>"}})");
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_TRUE(chosen->framing.prefix.empty());
+  EXPECT_EQ(chosen->framing.suffix, Ids{2});
+}
+
+TEST_F(CheckpointTokenizerTest, AddedSpecialTokenThatTheTokenizerLacksIsNamed) {
+  LinkRepo("llama", "tokenizer.model");
+  Write("tokenizer_config.json", R"({"add_bos_token": true, "bos_token": "<|begin_of_text|>"})");
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  ASSERT_FALSE(chosen.ok());
+  EXPECT_EQ(chosen.status().code(), absl::StatusCode::kInvalidArgument);
+  for (const std::string needle : {"tokenizer_config.json", "add_bos_token", "<|begin_of_text|>"}) {
+    EXPECT_NE(chosen.status().message().find(needle), std::string::npos) << chosen.status();
+  }
+}
+
+// Mistral's tokenizer.json declares <s> in its TemplateProcessing post-processor; it wins
+// over a tokenizer.model beside it, as in AutoTokenizer.
+TEST_F(CheckpointTokenizerTest, TokenizerJsonWinsOverTokenizerModelAndFramesAsDeclared) {
+  LinkRepo("mistral", "tokenizer.json");
+  LinkRepo("llama", "tokenizer.model");
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_NE(dynamic_cast<BpeTokenizer*>(chosen->tokenizer.get()), nullptr);
+  EXPECT_EQ(chosen->framing.prefix, Ids{1});
   EXPECT_NE(chosen->description.find("tokenizer.json"), std::string::npos);
 }
 

@@ -133,6 +133,13 @@ TEST_F(TokenProbeTest, MalformedJsonLineNamesFileAndLine) {
   EXPECT_NE(error.find("probe.jsonl line 3: not valid JSON"), std::string::npos) << error;
 }
 
+// Found by token_probe_fuzzer: a number too large for a double made nlohmann-json throw
+// out_of_range, which nothing caught (the worker died).
+TEST_F(TokenProbeTest, NumberBeyondDoubleRangeIsMalformedJsonNotACrash) {
+  const std::string error = ErrorOf("[1]\n1e91919149\r\r\n");
+  EXPECT_NE(error.find("probe.jsonl line 2: not valid JSON"), std::string::npos) << error;
+}
+
 TEST_F(TokenProbeTest, NonArrayLineNamesFileAndLine) {
   const std::string error = ErrorOf("[1]\n{\"ids\": [1]}\n");
   EXPECT_NE(error.find("probe.jsonl line 2: expected a JSON array"), std::string::npos) << error;

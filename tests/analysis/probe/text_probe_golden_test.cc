@@ -1,6 +1,7 @@
 // Windows probes of WikiText-2's test split equal the whole text encoded in one call:
-// byte-level BPE (GPT-2, Pythia) against transformers.js (testdata/wikitext_windows_golden.json,
-// made by tests/fixtures/tokenizer_goldens/generate_windows_golden.mjs), and WordPiece
+// BPE (GPT-2, Pythia, Qwen2.5, Mistral, LLaMA's tokenizer.model) against transformers.js
+// (testdata/wikitext_windows_golden.json, made by
+// tests/fixtures/tokenizer_goldens/generate_windows_golden.mjs), and WordPiece
 // against the line-by-line windows that probes used before (so stored BERT series keep their
 // probe ids).
 // Needs $ANISOSCOPE_SHARED_DATA.
@@ -15,7 +16,7 @@
 
 #include "absl/strings/ascii.h"
 #include "analysis/probe/probe.h"
-#include "analysis/tokenizer/byte_level_bpe_tokenizer.h"
+#include "analysis/tokenizer/bpe_tokenizer.h"
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -26,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using Samples = std::vector<std::vector<int64_t>>;
 
-// Enough 512-token windows to hold every token of the test split (under 300k for all three).
+// Enough 512-token windows to hold every token of the test split (under 350k for each).
 constexpr int64_t kAllSamples = 1000;
 
 fs::path SharedData() {
@@ -57,29 +58,36 @@ std::string Fnv1a64(const std::vector<int64_t>& ids) {
   return hex;
 }
 
-class BpeWindowsGoldenTest : public ::testing::TestWithParam<const char*> {
+// The tokenizer a windows golden was made with: GPT-2 and Pythia from the shared data,
+// Qwen2.5, Mistral and LLaMA (tokenizer.model) from tests/data/tokenizers.
+absl::StatusOr<std::unique_ptr<BpeTokenizer>> GoldenTokenizer(const std::string& name) {
+  const fs::path shared = SharedData() / "tokenizers" / name;
+  const fs::path repo = fs::path(ANISOSCOPE_REPO_TOKENIZERS) / name;
+  if (name == "gpt2") {
+    return BpeTokenizer::FromVocabAndMerges(shared / "vocab.json", shared / "merges.txt");
+  }
+  if (name == "pythia") return BpeTokenizer::FromTokenizerJson(shared / "tokenizer.json");
+  if (name == "llama") return BpeTokenizer::FromSentencePieceModel(repo / "tokenizer.model");
+  return BpeTokenizer::FromTokenizerJson(repo / "tokenizer.json");
+}
+
+class WindowsGoldenTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     if (SharedData().empty()) GTEST_SKIP() << "ANISOSCOPE_SHARED_DATA is not set";
-    const fs::path dir = SharedData() / "tokenizers" / GetParam();
-    if (!fs::exists(Wikitext()) || !fs::exists(dir)) {
-      GTEST_SKIP() << "wikitext-2 or " << dir << " is missing";
-    }
-    auto tokenizer =
-        std::string(GetParam()) == "pythia"
-            ? ByteLevelBpeTokenizer::FromTokenizerJson(dir / "tokenizer.json")
-            : ByteLevelBpeTokenizer::FromVocabAndMerges(dir / "vocab.json", dir / "merges.txt");
+    if (!fs::exists(Wikitext())) GTEST_SKIP() << Wikitext() << " is missing";
+    absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = GoldenTokenizer(GetParam());
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);
     std::ifstream in(fs::path(ANISOSCOPE_PROBE_TESTDATA) / "wikitext_windows_golden.json");
     golden_ = nlohmann::json::parse(in).at(GetParam());
   }
 
-  std::unique_ptr<ByteLevelBpeTokenizer> tokenizer_;
+  std::unique_ptr<BpeTokenizer> tokenizer_;
   nlohmann::json golden_;
 };
 
-TEST_P(BpeWindowsGoldenTest, AllWindowsOfTheTestSplitMatchTheWholeTextDigest) {
+TEST_P(WindowsGoldenTest, AllWindowsOfTheTestSplitMatchTheWholeTextDigest) {
   absl::StatusOr<Probe> probe = BuildTextProbe(Wikitext(), *tokenizer_, SampleFraming{},
                                                TextMode::kWindows, kAllSamples, 512);
   ASSERT_TRUE(probe.ok()) << probe.status();
@@ -91,7 +99,7 @@ TEST_P(BpeWindowsGoldenTest, AllWindowsOfTheTestSplitMatchTheWholeTextDigest) {
   EXPECT_EQ(Fnv1a64(ids), golden_.at("fnv1a64").get<std::string>());
 }
 
-TEST_P(BpeWindowsGoldenTest, SmallProbeIsTheFirstIdsOfTheWholeText) {
+TEST_P(WindowsGoldenTest, SmallProbeIsTheFirstIdsOfTheWholeText) {
   absl::StatusOr<Probe> probe =
       BuildTextProbe(Wikitext(), *tokenizer_, SampleFraming{}, TextMode::kWindows, 4, 64);
   ASSERT_TRUE(probe.ok()) << probe.status();
@@ -100,7 +108,8 @@ TEST_P(BpeWindowsGoldenTest, SmallProbeIsTheFirstIdsOfTheWholeText) {
   EXPECT_EQ(Concatenate(probe->samples), golden_.at("first_ids").get<std::vector<int64_t>>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Wikitext, BpeWindowsGoldenTest, ::testing::Values("gpt2", "pythia"));
+INSTANTIATE_TEST_SUITE_P(Wikitext, WindowsGoldenTest,
+                         ::testing::Values("gpt2", "pythia", "qwen2_5", "mistral", "llama"));
 
 // The windows of probes before whole-text encoding: each non-blank line encoded alone
 // (without "\n" or "\r\n"), the ids concatenated, cut into framed windows.

@@ -1,11 +1,14 @@
-// The GPT-2 split pattern and bytes_to_unicode, against expectations worked out by hand
-// from the regex's Oniguruma semantics (HF tokenizers) and GPT-2's encoder.py.
-#include "analysis/tokenizer/byte_level_pre_tokenizer.h"
+// The GPT-2 split pattern run by RegexSplitter, other patterns, and bytes_to_unicode, against
+// expectations worked out by hand from the regexes' Oniguruma semantics (HF tokenizers) and
+// GPT-2's encoder.py.
+#include "analysis/tokenizer/byte_level.h"
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "analysis/tokenizer/regex_splitter.h"
 #include "gtest/gtest.h"
 
 namespace anisoscope::analysis::internal {
@@ -13,10 +16,39 @@ namespace {
 
 using Pieces = std::vector<std::string>;
 
-Pieces Split(std::string_view text) {
+Pieces SplitBy(std::string_view pattern, std::string_view text) {
+  absl::StatusOr<std::unique_ptr<RegexSplitter>> splitter = RegexSplitter::Create(pattern);
+  EXPECT_TRUE(splitter.ok()) << splitter.status();
   Pieces pieces;
-  for (const std::string_view piece : SplitGpt2Pattern(text)) pieces.emplace_back(piece);
+  for (const std::string_view piece : (*splitter)->Split(text)) pieces.emplace_back(piece);
   return pieces;
+}
+
+Pieces Split(std::string_view text) { return SplitBy(kGpt2SplitPattern, text); }
+
+// Qwen2's pattern (tokenizers/qwen2_5/tokenizer.json): case-insensitive contractions, a
+// letter run may take one leading non-letter, digits one at a time, newlines kept apart.
+constexpr char kQwenPattern[] =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+TEST(RegexSplitterTest, QwenPatternFoldsCaseAndSplitsDigitsAndNewlines) {
+  EXPECT_EQ(SplitBy(kQwenPattern, "IT'S 2024"), (Pieces{"IT", "'S", " ", "2", "0", "2", "4"}));
+  EXPECT_EQ(SplitBy(kQwenPattern, "(hello)\n\n  world"),
+            (Pieces{"(hello", ")\n\n", " ", " world"}));
+}
+
+TEST(RegexSplitterTest, GapsBetweenMatchesArePiecesToo) {
+  EXPECT_EQ(SplitBy("[0-9]+", "ab12cd345"), (Pieces{"ab", "12", "cd", "345"}));
+  // A pattern that can match the empty string cuts nothing there.
+  EXPECT_EQ(SplitBy("x*", "axxb"), (Pieces{"a", "xx", "b"}));
+}
+
+TEST(RegexSplitterTest, APatternThatDoesNotCompileIsAnError) {
+  absl::StatusOr<std::unique_ptr<RegexSplitter>> splitter = RegexSplitter::Create("(\\p{L}");
+  ASSERT_FALSE(splitter.ok());
+  EXPECT_EQ(splitter.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(splitter.status().message().find("does not compile"), std::string_view::npos)
+      << splitter.status();
 }
 
 TEST(SplitGpt2PatternTest, WordsTakeOneLeadingSpace) {

@@ -1,6 +1,9 @@
-// ByteLevelBpeTokenizer against Pythia (tokenizer.json) and GPT-2 (vocab.json + merges.txt)
-// goldens made by transformers.js (tests/fixtures/tokenizer_goldens/generate.mjs).
-// Needs $ANISOSCOPE_SHARED_DATA.
+// BpeTokenizer against goldens made by transformers.js (tests/fixtures/tokenizer_goldens/
+// generate.mjs): Pythia (tokenizer.json) and GPT-2 (vocab.json + merges.txt) from
+// $ANISOSCOPE_SHARED_DATA/tokenizers; Mistral (byte fallback, Metaspace normalizer), Qwen2.5
+// (Split regex + ByteLevel) and LLaMA's SentencePiece tokenizer.model (the golden is
+// transformers.js on the conversion generate.mjs makes of it) from tests/data/tokenizers.
+// Needs $ANISOSCOPE_SHARED_DATA (the corpus).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -12,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/tokenizer/byte_level_bpe_tokenizer.h"
+#include "analysis/tokenizer/bpe_tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -31,41 +34,56 @@ struct GoldenParam {
   const char* name;
   const char* golden_file;
   int64_t vocab_size;
-  int64_t end_of_text_id;
+  // A special token and its id.
+  const char* special_token;
+  int64_t special_token_id;
+  // Under tests/data/tokenizers rather than the shared data.
+  bool in_repo;
 };
 
-class ByteLevelBpeGoldenTest : public ::testing::TestWithParam<GoldenParam> {
+class TokenizerGoldenTest : public ::testing::TestWithParam<GoldenParam> {
  protected:
   void SetUp() override {
     const char* shared = std::getenv("ANISOSCOPE_SHARED_DATA");
     if (shared == nullptr || *shared == '\0') {
       GTEST_SKIP() << "ANISOSCOPE_SHARED_DATA is not set (run through ctest, or point it at "
-                      "../shared/data); skipping byte-level BPE goldens";
+                      "../shared/data); skipping tokenizer goldens";
     }
     shared_ = shared;
-    const fs::path dir = shared_ / "tokenizers" / GetParam().name;
-    absl::StatusOr<std::unique_ptr<ByteLevelBpeTokenizer>> tokenizer;
-    if (std::string(GetParam().name) == "pythia") {
-      if (!fs::exists(dir / "tokenizer.json")) GTEST_SKIP() << dir << " is missing";
-      tokenizer = ByteLevelBpeTokenizer::FromTokenizerJson(dir / "tokenizer.json");
-    } else {
-      if (!fs::exists(dir / "vocab.json")) GTEST_SKIP() << dir << " is missing";
-      tokenizer = ByteLevelBpeTokenizer::FromVocabAndMerges(dir / "vocab.json", dir / "merges.txt");
-    }
+    const fs::path dir = (GetParam().in_repo ? fs::path(ANISOSCOPE_REPO_TOKENIZERS)
+                                             : shared_ / "tokenizers") /
+                         GetParam().name;
+    const std::string name = GetParam().name;
+    absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer =
+        name == "gpt2"    ? BpeTokenizer::FromVocabAndMerges(dir / "vocab.json", dir / "merges.txt")
+        : name == "llama" ? BpeTokenizer::FromSentencePieceModel(dir / "tokenizer.model")
+                          : BpeTokenizer::FromTokenizerJson(dir / "tokenizer.json");
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);
   }
 
   fs::path shared_;
-  std::unique_ptr<ByteLevelBpeTokenizer> tokenizer_;
+  std::unique_ptr<BpeTokenizer> tokenizer_;
 };
 
-TEST_P(ByteLevelBpeGoldenTest, VocabSizeAndEndOfTextId) {
+TEST_P(TokenizerGoldenTest, VocabSizeAndSpecialTokenId) {
   EXPECT_EQ(tokenizer_->vocab_size(), GetParam().vocab_size);
-  EXPECT_EQ(tokenizer_->TokenId("<|endoftext|>"), GetParam().end_of_text_id);
+  EXPECT_EQ(tokenizer_->TokenId(GetParam().special_token), GetParam().special_token_id);
 }
 
-TEST_P(ByteLevelBpeGoldenTest, EveryGoldenCaseMatchesTransformersJs) {
+// The special tokens the tokenizer declares (LLaMA and Mistral <s>; none for the others)
+// around the text, as transformers.js encodes with add_special_tokens.
+TEST_P(TokenizerGoldenTest, FramingMatchesTransformersJsWithSpecialTokens) {
+  const nlohmann::json golden = ReadGoldens(GetParam().golden_file).at("with_special_tokens");
+  std::vector<int64_t> ids = tokenizer_->prefix_ids();
+  for (const int64_t id : tokenizer_->Encode(golden.at("text").get<std::string>())) {
+    ids.push_back(id);
+  }
+  ids.insert(ids.end(), tokenizer_->suffix_ids().begin(), tokenizer_->suffix_ids().end());
+  EXPECT_EQ(ids, golden.at("ids").get<std::vector<int64_t>>());
+}
+
+TEST_P(TokenizerGoldenTest, EveryGoldenCaseMatchesTransformersJs) {
   const nlohmann::json goldens = ReadGoldens(GetParam().golden_file);
   const nlohmann::json& cases = goldens.at("cases");
   ASSERT_GE(cases.size(), 100u) << GetParam().golden_file;
@@ -76,7 +94,7 @@ TEST_P(ByteLevelBpeGoldenTest, EveryGoldenCaseMatchesTransformersJs) {
   }
 }
 
-TEST_P(ByteLevelBpeGoldenTest, WholeWikitextTestSetMatchesTransformersJsDigest) {
+TEST_P(TokenizerGoldenTest, WholeWikitextTestSetMatchesTransformersJsDigest) {
   const nlohmann::json corpus = ReadGoldens(GetParam().golden_file).at("corpus");
   std::ifstream in(shared_ / corpus.at("file").get<std::string>(), std::ios::binary);
   if (!in) GTEST_SKIP() << corpus.at("file") << " is missing under ANISOSCOPE_SHARED_DATA";
@@ -109,9 +127,16 @@ TEST_P(ByteLevelBpeGoldenTest, WholeWikitextTestSetMatchesTransformersJsDigest) 
   EXPECT_LT(seconds, 5.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tokenizers, ByteLevelBpeGoldenTest,
-                         ::testing::Values(GoldenParam{"pythia", "pythia_golden.json", 50277, 0},
-                                           GoldenParam{"gpt2", "gpt2_golden.json", 50257, 50256}),
+INSTANTIATE_TEST_SUITE_P(Tokenizers, TokenizerGoldenTest,
+                         ::testing::Values(
+                             GoldenParam{"pythia", "pythia_golden.json", 50277, "<|endoftext|>", 0,
+                                         false},
+                             GoldenParam{"gpt2", "gpt2_golden.json", 50257, "<|endoftext|>", 50256,
+                                         false},
+                             GoldenParam{"mistral", "mistral_golden.json", 32000, "</s>", 2, true},
+                             GoldenParam{"qwen2_5", "qwen2_5_golden.json", 151665, "<|endoftext|>",
+                                         151643, true},
+                             GoldenParam{"llama", "llama_golden.json", 32000, "<s>", 1, true}),
                          [](const ::testing::TestParamInfo<GoldenParam>& info) {
                            return std::string(info.param.name);
                          });

@@ -1,6 +1,6 @@
-// ByteLevelBpeTokenizer on tiny hand-made tokenizer files: merge order, added tokens,
+// BpeTokenizer on tiny hand-made tokenizer files: merge order, added tokens,
 // normalization, invalid UTF-8, and the errors for bad files.
-#include "analysis/tokenizer/byte_level_bpe_tokenizer.h"
+#include "analysis/tokenizer/bpe_tokenizer.h"
 
 #include <unistd.h>
 
@@ -39,7 +39,7 @@ std::string TokenizerJson(const std::string& pre_tokenizer = R"({"type": "ByteLe
          kMerges + "}}";
 }
 
-class ByteLevelBpeTokenizerTest : public ::testing::Test {
+class BpeTokenizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -53,14 +53,14 @@ class ByteLevelBpeTokenizerTest : public ::testing::Test {
     std::ofstream(dir_ / name, std::ios::binary) << contents;
     return dir_ / name;
   }
-  std::unique_ptr<ByteLevelBpeTokenizer> FromJson(const std::string& json) {
-    auto tokenizer = ByteLevelBpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json));
+  std::unique_ptr<BpeTokenizer> FromJson(const std::string& json) {
+    auto tokenizer = BpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json));
     EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
     return tokenizer.ok() ? *std::move(tokenizer) : nullptr;
   }
   // The error of loading `json`, which must mention every one of `needles`.
   void ExpectJsonError(const std::string& json, std::vector<std::string> needles) {
-    auto tokenizer = ByteLevelBpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json));
+    auto tokenizer = BpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json));
     ASSERT_FALSE(tokenizer.ok());
     EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
     needles.push_back((dir_ / "tokenizer.json").string());
@@ -73,7 +73,7 @@ class ByteLevelBpeTokenizerTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(ByteLevelBpeTokenizerTest, MergesApplyLowestRankFirst) {
+TEST_F(BpeTokenizerTest, MergesApplyLowestRankFirst) {
   auto tokenizer = FromJson(TokenizerJson());
   ASSERT_NE(tokenizer, nullptr);
   EXPECT_EQ(tokenizer->Encode("aab"), (Ids{0, 3}));
@@ -83,7 +83,7 @@ TEST_F(ByteLevelBpeTokenizerTest, MergesApplyLowestRankFirst) {
   EXPECT_EQ(tokenizer->vocab_size(), 16);
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, AddedTokensSplitLeftmostLongestBeforeTheModel) {
+TEST_F(BpeTokenizerTest, AddedTokensSplitLeftmostLongestBeforeTheModel) {
   auto tokenizer = FromJson(TokenizerJson());
   ASSERT_NE(tokenizer, nullptr);
   EXPECT_EQ(tokenizer->Encode("ab   ab"), (Ids{3, 9, 3}));
@@ -92,7 +92,7 @@ TEST_F(ByteLevelBpeTokenizerTest, AddedTokensSplitLeftmostLongestBeforeTheModel)
   EXPECT_EQ(tokenizer->TokenId("<s>"), 7);
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, NormalizedAddedTokensMatchAfterNfc) {
+TEST_F(BpeTokenizerTest, NormalizedAddedTokensMatchAfterNfc) {
   auto nfc = FromJson(TokenizerJson());
   ASSERT_NE(nfc, nullptr);
   // U+212B ANGSTROM SIGN and A + U+030A are both U+00C5 after NFC.
@@ -104,7 +104,7 @@ TEST_F(ByteLevelBpeTokenizerTest, NormalizedAddedTokensMatchAfterNfc) {
   EXPECT_EQ(raw->Encode("\u212b"), Ids{});
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, AddPrefixSpaceAndUseRegexAreHonoured) {
+TEST_F(BpeTokenizerTest, AddPrefixSpaceAndUseRegexAreHonoured) {
   auto prefixed = FromJson(TokenizerJson(R"({"type": "ByteLevel", "add_prefix_space": true})"));
   ASSERT_NE(prefixed, nullptr);
   EXPECT_EQ(prefixed->Encode("ab"), (Ids{5}));
@@ -116,14 +116,14 @@ TEST_F(ByteLevelBpeTokenizerTest, AddPrefixSpaceAndUseRegexAreHonoured) {
   EXPECT_EQ(no_regex->Encode("a ab"), (Ids{0, 5}));
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, InvalidUtf8IsEncodedAsReplacementCharacter) {
+TEST_F(BpeTokenizerTest, InvalidUtf8IsEncodedAsReplacementCharacter) {
   auto tokenizer = FromJson(TokenizerJson());
   ASSERT_NE(tokenizer, nullptr);
   EXPECT_EQ(tokenizer->Encode("\xff"), (Ids{13, 14, 15}));
   EXPECT_EQ(tokenizer->Encode("a\xc3"), (Ids{0, 13, 14, 15}));
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, ConcurrentEncodesAgree) {
+TEST_F(BpeTokenizerTest, ConcurrentEncodesAgree) {
   auto tokenizer = FromJson(TokenizerJson());
   ASSERT_NE(tokenizer, nullptr);
   std::vector<std::thread> threads;
@@ -139,11 +139,11 @@ TEST_F(ByteLevelBpeTokenizerTest, ConcurrentEncodesAgree) {
   for (const Ids& result : results) EXPECT_EQ(result, results[0]);
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, MalformedJsonNamesTheFile) {
+TEST_F(BpeTokenizerTest, MalformedJsonNamesTheFile) {
   ExpectJsonError("{\"model\": ", {"malformed JSON"});
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, MissingVocabOrMergesNamesTheField) {
+TEST_F(BpeTokenizerTest, MissingVocabOrMergesNamesTheField) {
   ExpectJsonError(
       R"({"model": {"type": "BPE", "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}})",
       {"model.vocab", "missing"});
@@ -153,55 +153,124 @@ TEST_F(ByteLevelBpeTokenizerTest, MissingVocabOrMergesNamesTheField) {
   ExpectJsonError(R"({"pre_tokenizer": {"type": "ByteLevel"}})", {"'model'", "missing"});
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, UnsupportedModelNormalizerOrPreTokenizerIsNamed) {
+TEST_F(BpeTokenizerTest, UnsupportedModelNormalizerOrPreTokenizerIsNamed) {
   ExpectJsonError(TokenizerJson(R"({"type": "ByteLevel"})", "null", "WordPiece"),
                   {"model.type", "WordPiece"});
-  ExpectJsonError(TokenizerJson(R"({"type": "Metaspace"})"), {"pre_tokenizer.type", "Metaspace"});
+  ExpectJsonError(TokenizerJson(R"({"type": "Whitespace"})"), {"pre_tokenizer.type", "Whitespace"});
   ExpectJsonError(TokenizerJson(R"({"type": "ByteLevel"})", R"({"type": "Lowercase"})"),
                   {"normalizer.type", "Lowercase"});
+  ExpectJsonError(TokenizerJson(R"({"type": "ByteLevel"})",
+                                R"({"type": "Sequence", "normalizers": [{"type": "NFC"},
+                                    {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}]})"),
+                  {"normalizer.normalizers[1].pattern", "regex patterns are not supported"});
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, MergeOfUnknownTokensIsAnError) {
+TEST_F(BpeTokenizerTest, BadSplitStepsAreNamed) {
+  ExpectJsonError(TokenizerJson(R"({"type": "Split", "pattern": {"Regex": "(\\p{L}"},
+                                    "behavior": "Isolated", "invert": false})"),
+                  {"pre_tokenizer", "does not compile"});
+  ExpectJsonError(TokenizerJson(R"({"type": "Split", "pattern": {"Regex": " "},
+                                    "behavior": "Removed", "invert": false})"),
+                  {"pre_tokenizer.behavior", "Isolated"});
+  ExpectJsonError(TokenizerJson(R"({"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"},
+                                    {"type": "Split", "pattern": {"Regex": " "},
+                                     "behavior": "Isolated"}]})"),
+                  {"pre_tokenizer.pretokenizers[1]", "ByteLevel step, which must come last"});
+  std::string json = TokenizerJson();
+  json.insert(json.size() - 1, R"(, "post_processor": {"type": "RobertaProcessing"})");
+  ExpectJsonError(json, {"post_processor.type", "RobertaProcessing"});
+}
+
+// Character-level BPE as LLaMA-2 / Mistral: "▁" for spaces, <0xAB> byte fallback, <s>.
+constexpr char kMetaVocab[] =
+    R"({"<unk>": 0, "<s>": 1, "\u2581": 2, "a": 3, "b": 4, "\u2581a": 5, "ab": 6,
+        "<0x0A>": 7, "<0xC3>": 8, "<0xA9>": 9})";
+constexpr char kLegacyNormalizer[] = R"({"type": "Sequence", "normalizers": [
+    {"type": "Prepend", "prepend": "\u2581"},
+    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})";
+
+std::string MetaTokenizerJson(const std::string& normalizer, const std::string& pre_tokenizer,
+                              bool byte_fallback) {
+  return std::string(R"({"added_tokens": [{"id": 1, "content": "<s>", "special": true,
+                                           "normalized": false}],
+      "normalizer": )") +
+         normalizer + R"(, "pre_tokenizer": )" + pre_tokenizer + R"(,
+      "post_processor": {"type": "TemplateProcessing",
+          "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}}],
+          "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+      "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": )" +
+         (byte_fallback ? "true" : "false") + R"(, "vocab": )" + kMetaVocab +
+         R"(, "merges": ["\u2581 a", "a b"]}})";
+}
+
+TEST_F(BpeTokenizerTest, MissingCharactersFallBackToBytes) {
+  auto tokenizer = FromJson(MetaTokenizerJson(kLegacyNormalizer, "null", true));
+  ASSERT_NE(tokenizer, nullptr);
+  // "▁a▁b\né": ▁a merges; \n and é (C3 A9) are byte tokens.
+  EXPECT_EQ(tokenizer->Encode("a b\n\u00e9"), (Ids{5, 2, 4, 7, 8, 9}));
+  EXPECT_EQ(tokenizer->prefix_ids(), Ids{1});
+  EXPECT_TRUE(tokenizer->suffix_ids().empty());
+}
+
+TEST_F(BpeTokenizerTest, UnknownCharactersFuseIntoOneUnkWithoutByteFallback) {
+  auto tokenizer = FromJson(MetaTokenizerJson(kLegacyNormalizer, "null", false));
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ(tokenizer->Encode("xyz a"), (Ids{2, 0, 5}));
+}
+
+TEST_F(BpeTokenizerTest, MetaspacePrependsOnlyAtTheStartOfTheTextWhenFirst) {
+  auto tokenizer = FromJson(MetaTokenizerJson(
+      "null", R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first",
+                  "split": true})",
+      true));
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ(tokenizer->Encode("a b"), (Ids{5, 2, 4}));
+  // After an added token the text does not start: no "▁" before "ab".
+  EXPECT_EQ(tokenizer->Encode("<s>ab"), (Ids{1, 6}));
+}
+
+TEST_F(BpeTokenizerTest, MergeOfUnknownTokensIsAnError) {
   std::string json = TokenizerJson();
   json.replace(json.find("\"a a\""), 5, "\"a z\"");
   ExpectJsonError(json, {"model.merges", "merge 1", "\"z\""});
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, UnsupportedAddedTokenOptionIsNamed) {
+TEST_F(BpeTokenizerTest, UnsupportedAddedTokenOptionIsNamed) {
   std::string json = TokenizerJson();
   json.replace(json.find("\"special\": true"), 15, "\"special\": true, \"lstrip\": true");
   ExpectJsonError(json, {"added_tokens[0].lstrip"});
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, MissingTokenizerJsonIsNotFound) {
-  auto tokenizer = ByteLevelBpeTokenizer::FromTokenizerJson(dir_ / "absent" / "tokenizer.json");
+TEST_F(BpeTokenizerTest, MissingTokenizerJsonIsNotFound) {
+  auto tokenizer = BpeTokenizer::FromTokenizerJson(dir_ / "absent" / "tokenizer.json");
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(tokenizer.status().message().find("absent/tokenizer.json"), std::string::npos);
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, VocabAndMergesFilesLoadLikeGpt2) {
+TEST_F(BpeTokenizerTest, VocabAndMergesFilesLoadLikeGpt2) {
   const fs::path vocab = Write("vocab.json", kVocab);
   const fs::path merges = Write("merges.txt", "#version: 0.2\na b\na a\n\xC4\xA0 ab\n");
-  auto tokenizer = ByteLevelBpeTokenizer::FromVocabAndMerges(vocab, merges);
+  auto tokenizer = BpeTokenizer::FromVocabAndMerges(vocab, merges);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ((*tokenizer)->Encode("aab ab"), (Ids{0, 3, 5}));
 }
 
-TEST_F(ByteLevelBpeTokenizerTest, MissingOrBadMergesTxtIsNamed) {
+TEST_F(BpeTokenizerTest, MissingOrBadMergesTxtIsNamed) {
   const fs::path vocab = Write("vocab.json", kVocab);
-  auto missing = ByteLevelBpeTokenizer::FromVocabAndMerges(vocab, dir_ / "merges.txt");
+  auto missing = BpeTokenizer::FromVocabAndMerges(vocab, dir_ / "merges.txt");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("merges.txt"), std::string::npos);
 
   const fs::path merges = Write("merges.txt", "#version: 0.2\na b\nab\n");
-  auto bad = ByteLevelBpeTokenizer::FromVocabAndMerges(vocab, merges);
+  auto bad = BpeTokenizer::FromVocabAndMerges(vocab, merges);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(merges.string() + ": line 3"), std::string::npos)
       << bad.status();
 
-  auto bad_vocab = ByteLevelBpeTokenizer::FromVocabAndMerges(Write("v.json", "[1, 2]"), merges);
+  auto bad_vocab = BpeTokenizer::FromVocabAndMerges(Write("v.json", "[1, 2]"), merges);
   ASSERT_FALSE(bad_vocab.ok());
   EXPECT_NE(bad_vocab.status().message().find("v.json"), std::string::npos) << bad_vocab.status();
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""Seed corpora of the fuzz targets, written to OUT/<target>/: small valid inputs of each
+format (tokenizer.json variants, a tiny SentencePiece model, vocabularies, probes, step
+names, torch.save zips) from which libFuzzer mutates. Run by scripts/fuzz.sh with Debian's
+python3 (torch for the zips).
+usage: make_seeds.py OUT"""
+import io
+import json
+import os
+import struct
+import sys
+import zipfile
+
+import torch
+
+
+def write(out, target, name, data):
+    os.makedirs(os.path.join(out, target), exist_ok=True)
+    with open(os.path.join(out, target, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+
+
+BYTE_LEVEL_VOCAB = {"a": 0, "b": 1, "\u0120": 2, "ab": 3, "aa": 4, "\u0120ab": 5, "\u0120a": 6}
+META_VOCAB = {"<unk>": 0, "<s>": 1, "\u2581": 2, "a": 3, "b": 4, "\u2581a": 5, "ab": 6,
+              "<0x0A>": 7, "<0xC3>": 8, "<0xA9>": 9}
+QWEN_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"
+              r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def tokenizer_jsons():
+    added = [{"id": 7, "content": "<s>", "special": True, "normalized": False},
+             {"id": 8, "content": "  ", "special": False, "normalized": True}]
+    byte_level = {"added_tokens": added, "normalizer": {"type": "NFC"},
+                  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True},
+                  "post_processor": {"type": "ByteLevel"},
+                  "model": {"type": "BPE", "vocab": BYTE_LEVEL_VOCAB,
+                            "merges": ["a b", "a a", "\u0120 ab", "\u0120 a"]}}
+    split = dict(byte_level, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": QWEN_REGEX}, "behavior": "Isolated",
+         "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]})
+    template = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                           {"Sequence": {"id": "A", "type_id": 0}}],
+                "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
+    model = {"type": "BPE", "unk_token": "<unk>", "fuse_unk": True, "byte_fallback": True,
+             "vocab": META_VOCAB, "merges": [["\u2581", "a"], ["a", "b"]]}
+    legacy = {"added_tokens": [{"id": 1, "content": "<s>", "special": True,
+                                "normalized": False}],
+              "normalizer": {"type": "Sequence", "normalizers": [
+                  {"type": "Prepend", "prepend": "\u2581"},
+                  {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+              "pre_tokenizer": None, "post_processor": template, "model": model}
+    metaspace = dict(legacy, normalizer=None, pre_tokenizer={
+        "type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True})
+    return {"byte_level": byte_level, "split": split, "legacy": legacy, "metaspace": metaspace}
+
+
+def varint(value):
+    out = b""
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out += bytes([byte | (0x80 if value else 0)])
+        if not value:
+            return out
+
+
+def field(number, payload):
+    """A protobuf field: bytes -> length-delimited, float -> fixed32, int -> varint."""
+    if isinstance(payload, bytes):
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+    if isinstance(payload, float):
+        return varint(number << 3 | 5) + struct.pack("<f", payload)
+    return varint(number << 3) + varint(payload)
+
+
+def sentencepiece_model(model_type):
+    pieces = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3)]
+    pieces += [(f"<0x{b:02X}>", 0.0, 6) for b in (0x0A, 0xC3, 0xA9)]
+    pieces += [("\u2581a", -1.0, 1), ("ab", -2.0, 1), ("\u2581", -3.0, 1), ("a", -4.0, 1),
+               ("b", -5.0, 1)]
+    proto = b"".join(field(1, field(1, p.encode()) + field(2, s) + field(3, t))
+                     for p, s, t in pieces)
+    proto += field(2, field(3, model_type) + field(35, 1) + field(40, 0) + field(41, 1) +
+                   field(42, 2))
+    proto += field(3, field(1, b"identity") + field(3, 1) + field(4, 0))
+    return proto
+
+
+def torch_zip():
+    buffer = io.BytesIO()
+    torch.save({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+                "b": torch.zeros(3, dtype=torch.float16)}, buffer)
+    return buffer.getvalue()
+
+
+def zip64():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        with archive.open("archive/data.pkl", "w", force_zip64=True) as f:
+            f.write(b"\x80\x02}q\x00.")
+        archive.writestr("archive/data/0", b"\x00" * 16)
+    return buffer.getvalue()
+
+
+def main():
+    out = sys.argv[1]
+    for name, value in tokenizer_jsons().items():
+        write(out, "tokenizer_json_fuzzer", f"{name}.json", json.dumps(value))
+    write(out, "sentencepiece_model_fuzzer", "bpe.model", sentencepiece_model(2))
+    write(out, "sentencepiece_model_fuzzer", "unigram.model", sentencepiece_model(1))
+    for i, text in enumerate(["Hello world, it's 2024!", "  two\n\nlines\r\n\ttab",
+                              "caf\u00e9 \u4f60\u597d \U0001F917 <s> </s> <|endoftext|>",
+                              "IT'S 123456 \u0130stanbul \u2581 \u00a0 \u0085"]):
+        write(out, "tokenizer_encode_fuzzer", f"text{i}", text)
+    write(out, "vocab_files_fuzzer", "wordpiece",
+          "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##lo\nworld\n,\n!\nun\n##aff\n##able\n")
+    write(out, "vocab_files_fuzzer", "gpt2",
+          json.dumps(BYTE_LEVEL_VOCAB) + "\0#version: 0.2\na b\na a\n\u0120 ab\n")
+    write(out, "token_probe_fuzzer", "probe", "[1, 2, 3]\n\n[4, 5, 50256]\n")
+    for name in ["multiberts-seed_0-step_20k", "step_600", "checkpoint-200",
+                 "stage1-step1000-tokens4B", "step_1M", "ckpt_042"]:
+        write(out, "token_probe_fuzzer", name, name)
+    write(out, "zip_archive_fuzzer", "torch_save.bin", torch_zip())
+    write(out, "zip_archive_fuzzer", "zip64.bin", zip64())
+
+
+if __name__ == "__main__":
+    main()

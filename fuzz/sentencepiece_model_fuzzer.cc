@@ -1,0 +1,12 @@
+// tokenizer.model: the protobuf reader and the conversion to BPE (merges from the pieces),
+// and, when it loads, encoding.
+#include "analysis/tokenizer/bpe_tokenizer.h"
+#include "fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using anisoscope::analysis::BpeTokenizer;
+  auto tokenizer = BpeTokenizer::FromSentencePieceModel(
+      anisoscope::fuzz::WriteInput(anisoscope::fuzz::AsText(data, size), "tokenizer.model"));
+  if (tokenizer.ok()) (*tokenizer)->Encode("Hello world\n\t\u00e9\u4f60 <s>ab");
+  return 0;
+}
