@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,19 @@ absl::StatusOr<json> ReadJson(const fs::path& file, const std::string& what) {
 absl::Status FieldError(const fs::path& file, const std::string& field,
                         const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat(file.string(), ": field '", field, "' ", problem));
+}
+
+// `object[key]` when `object` is an object holding a `T` there, else `fallback` (absent or
+// of another type: the checks after it then name the field).
+template <typename T>
+T ValueOr(const json& object, const char* key, T fallback) {
+  if (!object.is_object() || !object.contains(key)) return fallback;
+  const json& value = object[key];
+  if constexpr (std::is_same_v<T, bool>) {
+    return value.is_boolean() ? value.get<bool>() : fallback;
+  } else {
+    return value.is_string() ? value.get<std::string>() : fallback;
+  }
 }
 
 // {"token": id, ...}; `field` names it in errors.
@@ -121,7 +135,7 @@ absl::StatusOr<std::vector<std::pair<std::string, const json*>>> FlattenSequence
     const json& object, const char* list_key, const fs::path& file, const std::string& field) {
   std::vector<std::pair<std::string, const json*>> steps;
   if (object.is_null()) return steps;
-  const std::string type = object.is_object() ? object.value("type", "") : "";
+  const std::string type = ValueOr<std::string>(object, "type", "");
   if (type != "Sequence") {
     steps.emplace_back(field, &object);
     return steps;
@@ -142,7 +156,7 @@ absl::StatusOr<std::vector<NormalizerStep>> ParseNormalizer(const json& normaliz
   ASSIGN_OR_RETURN(const auto flat, FlattenSequence(normalizer, "normalizers", file, "normalizer"));
   std::vector<NormalizerStep> steps;
   for (const auto& [field, step] : flat) {
-    const std::string type = step->is_object() ? step->value("type", "") : "";
+    const std::string type = ValueOr<std::string>(*step, "type", "");
     NormalizerStep out;
     if (type == "NFC") {
       out.kind = NormalizerStep::Kind::kNfc;
@@ -182,7 +196,7 @@ absl::StatusOr<std::vector<PreTokenizerStep>> ParsePreTokenizer(const json& pre_
                    FlattenSequence(pre_tokenizer, "pretokenizers", file, "pre_tokenizer"));
   std::vector<PreTokenizerStep> steps;
   for (const auto& [field, step] : flat) {
-    const std::string type = step->is_object() ? step->value("type", "") : "";
+    const std::string type = ValueOr<std::string>(*step, "type", "");
     if (!steps.empty() && steps.back().kind == PreTokenizerStep::Kind::kByteLevel) {
       return FieldError(file, field, "follows a ByteLevel step, which must come last");
     }
@@ -199,7 +213,8 @@ absl::StatusOr<std::vector<PreTokenizerStep>> ParsePreTokenizer(const json& pre_
       } else {
         return FieldError(file, absl::StrCat(field, ".pattern"), "is not a {\"Regex\": ...}");
       }
-      if (step->value("behavior", "") != "Isolated" || step->value("invert", false)) {
+      if (ValueOr<std::string>(*step, "behavior", "") != "Isolated" ||
+          ValueOr(*step, "invert", false)) {
         return FieldError(file, absl::StrCat(field, ".behavior"),
                           "is not \"Isolated\" without invert, the only split supported");
       }
@@ -211,7 +226,7 @@ absl::StatusOr<std::vector<PreTokenizerStep>> ParsePreTokenizer(const json& pre_
       bool add_prefix_space = true;
       RETURN_IF_ERROR(ReadFlag(*step, "add_prefix_space", file, field, &add_prefix_space));
       const std::string scheme =
-          step->value("prepend_scheme", add_prefix_space ? "always" : "never");
+          ValueOr<std::string>(*step, "prepend_scheme", add_prefix_space ? "always" : "never");
       if (scheme == "always") {
         out.prepend = PreTokenizerStep::Prepend::kAlways;
       } else if (scheme == "first") {
@@ -240,7 +255,7 @@ absl::Status ParsePostProcessor(const json& post_processor, const fs::path& file
   ASSIGN_OR_RETURN(const auto flat,
                    FlattenSequence(post_processor, "processors", file, "post_processor"));
   for (const auto& [field, step] : flat) {
-    const std::string type = step->is_object() ? step->value("type", "") : "";
+    const std::string type = ValueOr<std::string>(*step, "type", "");
     if (type == "ByteLevel") continue;
     if (type != "TemplateProcessing") {
       return FieldError(file, absl::StrCat(field, ".type"),
@@ -262,7 +277,7 @@ absl::Status ParsePostProcessor(const json& post_processor, const fs::path& file
         continue;
       }
       const json& special = piece.contains("SpecialToken") ? piece["SpecialToken"] : json();
-      const std::string name = special.is_object() ? special.value("id", "") : "";
+      const std::string name = ValueOr<std::string>(special, "id", "");
       const json& entry = specials.contains(name) ? specials[name] : json();
       if (!entry.is_object() || !entry.contains("ids") || !entry["ids"].is_array()) {
         return FieldError(file, piece_field,
@@ -293,29 +308,26 @@ absl::Status ParseAddedTokens(const json& added, const fs::path& file, BpeConfig
       return FieldError(file, field, "needs a string 'content' and a non-negative integer 'id'");
     }
     for (const char* unsupported : {"single_word", "lstrip", "rstrip"}) {
-      if (token.value(unsupported, false)) {
+      if (ValueOr(token, unsupported, false)) {
         return FieldError(file, absl::StrCat(field, ".", unsupported),
                           "is true, which is not supported");
       }
     }
     // HF's default: special tokens match the raw text, others the normalized text.
-    const bool normalized = token.value("normalized", !token.value("special", false));
+    const bool normalized = ValueOr(token, "normalized", !ValueOr(token, "special", false));
     AddedTokens::Token entry{token["content"].get<std::string>(), token["id"].get<int64_t>()};
     (normalized ? config->normalized_added : config->raw_added).push_back(std::move(entry));
   }
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<BpeConfig> ReadTokenizerJson(const fs::path& file) {
-  ASSIGN_OR_RETURN(const json root, ReadJson(file, "tokenizer.json"));
+absl::StatusOr<BpeConfig> ParseTokenizerJson(const json& root, const fs::path& file) {
   if (!root.is_object()) return FieldError(file, "(root)", "is not an object");
   BpeConfig config;
   config.source = file.string();
   const json& model = root.contains("model") ? root["model"] : json();
   if (!model.is_object()) return FieldError(file, "model", "is missing");
-  const std::string type = model.value("type", "");
+  const std::string type = ValueOr<std::string>(model, "type", "");
   if (type != "BPE") {
     return FieldError(file, "model.type",
                       absl::StrCat("is '", type, "'; only BPE is supported here"));
@@ -347,6 +359,19 @@ absl::StatusOr<BpeConfig> ReadTokenizerJson(const fs::path& file) {
   RETURN_IF_ERROR(ParsePostProcessor(member("post_processor"), file, &config));
   RETURN_IF_ERROR(ParseAddedTokens(member("added_tokens"), file, &config));
   return config;
+}
+
+}  // namespace
+
+absl::StatusOr<BpeConfig> ReadTokenizerJson(const fs::path& file) {
+  ASSIGN_OR_RETURN(const json root, ReadJson(file, "tokenizer.json"));
+  // The parsers check each field's type; a nlohmann exception is a check they missed.
+  try {
+    return ParseTokenizerJson(root, file);
+  } catch (const json::exception& error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file.string(), ": a field has an unexpected type (", error.what(), ")"));
+  }
 }
 
 absl::StatusOr<BpeConfig> ReadVocabAndMerges(const fs::path& vocab_json,

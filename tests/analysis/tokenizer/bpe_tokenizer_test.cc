@@ -165,6 +165,18 @@ TEST_F(BpeTokenizerTest, UnsupportedModelNormalizerOrPreTokenizerIsNamed) {
                   {"normalizer.normalizers[1].pattern", "regex patterns are not supported"});
 }
 
+// Found by tokenizer_json_fuzzer: a "type" that is not a string threw nlohmann's type_error,
+// which nothing caught.
+TEST_F(BpeTokenizerTest, FieldsOfTheWrongTypeAreNamedNotThrown) {
+  std::string json = TokenizerJson();
+  json.replace(json.find(R"("type": "BPE")"), 13, R"("type": {})");
+  ExpectJsonError(json, {"model.type"});
+  ExpectJsonError(TokenizerJson(R"({"type": ["ByteLevel"]})"), {"pre_tokenizer.type"});
+  ExpectJsonError(TokenizerJson(R"({"type": "Split", "pattern": {"Regex": " "},
+                                    "behavior": 1})"),
+                  {"pre_tokenizer.behavior"});
+}
+
 TEST_F(BpeTokenizerTest, BadSplitStepsAreNamed) {
   ExpectJsonError(TokenizerJson(R"({"type": "Split", "pattern": {"Regex": "(\\p{L}"},
                                     "behavior": "Isolated", "invert": false})"),
