@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,17 +14,23 @@
 
 namespace anisoscope::fuzz {
 
-// A directory of this process, made once, on tmpfs when there is one.
+// A directory of this process, made once, on tmpfs when there is one; removed at exit.
 inline const std::filesystem::path& InputDirectory() {
-  static const std::filesystem::path dir = [] {
+  // Never destroyed: the exit handler still needs it after static destructors ran.
+  static const std::filesystem::path* const dir = [] {
     const std::filesystem::path base = std::filesystem::exists("/dev/shm")
                                            ? std::filesystem::path("/dev/shm")
                                            : std::filesystem::temp_directory_path();
-    std::filesystem::path path = base / ("anisoscope_fuzz_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
+    auto* path = new std::filesystem::path(base /
+                                           ("anisoscope_fuzz_" + std::to_string(::getpid())));
+    std::filesystem::create_directories(*path);
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(InputDirectory(), ignored);
+    });
     return path;
   }();
-  return dir;
+  return *dir;
 }
 
 // `bytes` written to InputDirectory() / name; returns the path.

@@ -3,7 +3,10 @@
 format (tokenizer.json variants, a tiny SentencePiece model, vocabularies, probes, step
 names, torch.save zips) from which libFuzzer mutates. Run by scripts/fuzz.sh with Debian's
 python3 (torch for the zips).
+Also writes OUT/../weights/<family>/: tiny real checkpoints (train_causal.py's families,
+one layer) whose config.json the model_config_fuzzer mutates.
 usage: make_seeds.py OUT"""
+import argparse
 import io
 import json
 import os
@@ -12,6 +15,12 @@ import sys
 import zipfile
 
 import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+import hf_io  # noqa: E402
+import train_causal  # noqa: E402
 
 
 def write(out, target, name, data):
@@ -104,8 +113,44 @@ def zip64():
     return buffer.getvalue()
 
 
+def safetensors_seeds():
+    tensors = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+               "h": torch.ones(4, dtype=torch.float16), "b": torch.zeros(2, dtype=torch.bfloat16)}
+    path = os.path.join("/tmp", f"fuzz_seed_{os.getpid()}.safetensors")
+    hf_io.write_safetensors(path, tensors, metadata={"format": "pt"})
+    with open(path, "rb") as f:
+        data = f.read()
+    os.remove(path)
+    return data
+
+
+def tiny_checkpoints(weights):
+    """Per family: its weights as its fixture writes them (one layer, hidden 16); returns
+    the configs."""
+    args = argparse.Namespace(hidden=16, layers=1, heads=4)
+    configs = {}
+    for family, (config, params, state_dict, _, _, writer) in train_causal.FAMILIES.items():
+        torch.manual_seed(0)
+        cfg = config(args)
+        directory = os.path.join(weights, family)
+        os.makedirs(directory, exist_ok=True)
+        writer(directory, state_dict(params(cfg), cfg))
+        configs[family] = cfg
+    return configs
+
+
 def main():
     out = sys.argv[1]
+    write(out, "safetensors_fuzzer", "mixed.safetensors", safetensors_seeds())
+    zipped = torch_zip()
+    write(out, "torch_zip_fuzzer", "torch_save.bin", zipped)
+    with zipfile.ZipFile(io.BytesIO(zipped)) as archive:
+        pickle = next(n for n in archive.namelist() if n.endswith("data.pkl"))
+        write(out, "pickle_fuzzer", "data.pkl", archive.read(pickle))
+    configs = tiny_checkpoints(os.path.join(out, "..", "weights"))
+    for index, family in enumerate(["gpt_neox", "gpt2", "llama", "olmo2"]):
+        write(out, "model_config_fuzzer", family,
+              bytes([index]) + json.dumps(configs[family]).encode())
     for name, value in tokenizer_jsons().items():
         write(out, "tokenizer_json_fuzzer", f"{name}.json", json.dumps(value))
     write(out, "sentencepiece_model_fuzzer", "bpe.model", sentencepiece_model(2))

@@ -12,12 +12,15 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
 BUILD=build-fuzz
 TARGETS=(tokenizer_json_fuzzer tokenizer_encode_fuzzer sentencepiece_model_fuzzer
-         vocab_files_fuzzer token_probe_fuzzer zip_archive_fuzzer)
+         vocab_files_fuzzer token_probe_fuzzer zip_archive_fuzzer safetensors_fuzzer
+         torch_zip_fuzzer pickle_fuzzer model_config_fuzzer)
 
 cmake -S fuzz -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
 cmake --build "$BUILD" -- -j "$(nproc)" >"$BUILD/build.log" 2>&1 ||
   { cat "$BUILD/build.log" >&2; exit 1; }
 /usr/bin/python3 fuzz/make_seeds.py "$BUILD/seeds"
+# model_config_fuzzer's tiny checkpoints (written by make_seeds.py).
+export ANISOSCOPE_FUZZ_WEIGHTS="$PWD/$BUILD/weights"
 mkdir -p "$BUILD/crashes"
 
 total=0

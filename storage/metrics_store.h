@@ -28,6 +28,9 @@ class MetricsStore {
     int busy_timeout_ms = 5000;
     // Run PRAGMA integrity_check on open and refuse a damaged file (DATA_LOSS).
     bool check_integrity = false;
+    // A cap on the file's size in database pages (PRAGMA max_page_count; 0: none). A write
+    // past it fails as a full disk does: RESOURCE_EXHAUSTED, nothing of it stored.
+    int64_t max_pages = 0;
   };
 
   static absl::StatusOr<std::unique_ptr<MetricsStore>> Open(const Options& options);

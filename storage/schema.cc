@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -160,17 +161,58 @@ ALTER TABLE checkpoints ADD COLUMN duplicate_of INTEGER NOT NULL DEFAULT -1;
   return *migrations;
 }
 
+// PRAGMA application_id of an anisoscope database ("anis"); files written before it was set
+// have 0 and are recognised by their tables.
+constexpr int64_t kApplicationId = 0x616E6973;
+
+// The names of the tables in `db`, comma-separated ("" when none).
+absl::StatusOr<std::string> TableNames(SqliteDb* db) {
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                               "name NOT LIKE 'sqlite_%' ORDER BY name"));
+  std::string names;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) return names;
+    absl::StrAppend(&names, names.empty() ? "" : ", ", select.ColumnText(0));
+  }
+}
+
+// FAILED_PRECONDITION unless `db` is empty, ours (our application_id), or an anisoscope file
+// from before the application_id (version > 0 with our runs and steps tables): another
+// program's database is never migrated into.
+absl::Status CheckOwnership(SqliteDb* db, int64_t version) {
+  ASSIGN_OR_RETURN(const int64_t application_id, db->QueryInt64("PRAGMA application_id"));
+  if (application_id == kApplicationId) return absl::OkStatus();
+  if (application_id != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database ", db->path(), " belongs to another program (PRAGMA application_id ",
+        application_id, "), not anisoscope; give --db a file of its own"));
+  }
+  ASSIGN_OR_RETURN(const std::string tables, TableNames(db));
+  const bool empty = tables.empty();
+  const bool ours = absl::StrContains(absl::StrCat(", ", tables, ","), ", runs,") &&
+                    absl::StrContains(absl::StrCat(", ", tables, ","), ", steps,");
+  if ((version == 0 && empty) || (version > 0 && ours)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "database ", db->path(), " is not an anisoscope database (schema version ", version,
+      empty ? ", no tables" : absl::StrCat(", tables ", tables),
+      "); give --db a new file or one anisoscope wrote"));
+}
+
 // Applies the migrations from the file's version up to `target_version` in one transaction.
 absl::Status MigrateInTransaction(SqliteDb* db, int target_version) {
   const int latest = LatestSchemaVersion();
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(const int64_t current, db->QueryInt64("PRAGMA user_version"));
+  RETURN_IF_ERROR(CheckOwnership(db, current));
   if (current > latest) {
     return absl::FailedPreconditionError(absl::StrCat(
         "database ", db->path(), " has schema version ", current,
         ", newer than the latest this build knows (", latest, "); upgrade anisoscope to open it"));
   }
-  if (current >= target_version) return absl::OkStatus();
+  RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA application_id = ", kApplicationId)));
+  if (current >= target_version) return transaction.Commit();
   for (int version = static_cast<int>(current) + 1; version <= target_version; ++version) {
     const absl::Status status = db->Exec(Migrations()[version - 1]);
     if (!status.ok()) {

@@ -46,6 +46,9 @@ absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> SqliteMetricsStore::Create(
   std::unique_ptr<SqliteDb> db = std::move(*opened);
   if (options.check_integrity) RETURN_IF_ERROR(CheckIntegrity(db.get()));
   if (absl::Status migrated = MigrateSchema(db.get()); !migrated.ok()) return damaged(migrated);
+  if (options.max_pages > 0) {
+    RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA max_page_count = ", options.max_pages)));
+  }
   return std::unique_ptr<SqliteMetricsStore>(new SqliteMetricsStore(std::move(db)));
 }
 

@@ -7,6 +7,7 @@
 
 #include "storage/backup.h"
 #include "storage/metrics_store.h"
+#include "storage/sqlite_db.h"
 #include "tests/storage/store_test_util.h"
 
 namespace anisoscope::storage {
@@ -72,6 +73,7 @@ TEST(SchemaTest, OldVersionIsMigratedForwardKeepingItsRows) {
 TEST(SchemaTest, NewerVersionIsRefusedWithAClearMessage) {
   TempDir dir;
   const std::string path = dir.File("metrics.db");
+  ASSERT_OK(MetricsStore::Open({path}).status());  // ours, as a newer anisoscope wrote it
   {
     auto db = SqliteDb::Open({path});
     ASSERT_OK(db.status());
@@ -95,6 +97,85 @@ TEST(SchemaTest, FileThatIsNotADatabaseFailsToOpen) {
   auto store = MetricsStore::Open({path});
   EXPECT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find(path), absl::string_view::npos) << store.status();
+}
+
+// Another program's SQLite file is never migrated into: refused at open, untouched.
+TEST(SchemaTest, AnotherProgramsDatabaseIsRefusedAndLeftAlone) {
+  TempDir dir;
+  const std::string path = dir.File("notes.db");
+  {
+    auto db = SqliteDb::Open({path});
+    ASSERT_OK(db.status());
+    ASSERT_OK((*db)->Exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);"
+                          "INSERT INTO notes (text) VALUES ('keep me')"));
+  }
+  auto store = MetricsStore::Open({path});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  for (const std::string needle : {path, std::string("not an anisoscope database"),
+                                   std::string("tables notes")}) {
+    EXPECT_NE(store.status().message().find(needle), absl::string_view::npos) << store.status();
+  }
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'runs'"), 0);
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM notes"), 1);
+
+  // A file that says it belongs to another program, even with a user_version.
+  const std::string other = dir.File("other.db");
+  {
+    auto db = SqliteDb::Open({other});
+    ASSERT_OK(db.status());
+    ASSERT_OK((*db)->Exec("PRAGMA application_id = 1234; PRAGMA user_version = 2"));
+  }
+  auto refused = MetricsStore::Open({other});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "belongs to another program (PRAGMA application_id 1234)"),
+            absl::string_view::npos)
+      << refused.status();
+}
+
+TEST(SchemaTest, OurFilesCarryOurApplicationId) {
+  TempDir dir;
+  const std::string path = dir.File("metrics.db");
+  ASSERT_OK(MetricsStore::Open({path}).status());
+  EXPECT_EQ(RawCount(path, "PRAGMA application_id"), 0x616E6973);
+  // Reopening (and a file from before the id, recognised by its tables) keeps working.
+  ASSERT_OK(MetricsStore::Open({path}).status());
+}
+
+// A full disk (here a page cap) during a step's write: a clear error, nothing of that step
+// stored, every earlier step intact and the file sound.
+TEST(SchemaTest, AFullDiskFailsTheWriteAndLeavesNoPartialStep) {
+  TempDir dir;
+  const std::string path = dir.File("metrics.db");
+  MetricsStore::Options options{path};
+  ASSERT_OK(MetricsStore::Open(options).status());
+  options.max_pages = RawCount(path, "PRAGMA page_count") + 6;
+  auto store = MetricsStore::Open(options);
+  ASSERT_OK(store.status());
+  int64_t stored = 0;
+  absl::Status full;
+  for (int64_t step = 0; step < 1000 && full.ok(); ++step) {
+    full = (*store)->WriteStep(MakeStep("r", "p", step), false);
+    if (full.ok()) ++stored;
+  }
+  ASSERT_FALSE(full.ok()) << "the page cap was never reached";
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find(path), absl::string_view::npos) << full;
+  EXPECT_NE(full.message().find("full"), absl::string_view::npos) << full;
+  EXPECT_GT(stored, 0);
+  auto has = (*store)->HasStep(kDefaultNamespace, "r", "p", stored);
+  ASSERT_OK(has.status());
+  EXPECT_FALSE(*has);
+  store->reset();
+  options.max_pages = 0;
+  options.check_integrity = true;
+  auto reopened = MetricsStore::Open(options);
+  ASSERT_OK(reopened.status());
+  std::vector<int64_t> expected(stored);
+  for (int64_t step = 0; step < stored; ++step) expected[step] = step;
+  EXPECT_EQ((*reopened)->ListRuns(kDefaultNamespace)->at(0).steps, expected);
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM steps"), stored);
 }
 
 TEST(SchemaTest, VersionThreeRunsAndJobsMoveToTheDefaultNamespaceWithEveryStep) {

@@ -1,0 +1,16 @@
+// model.safetensors: the header (JSON: dtypes, shapes, data offsets) checked against the
+// file; every tensor's bytes read back.
+#include <ATen/ATen.h>
+
+#include "analysis/checkpoint/safetensors_reader.h"
+#include "fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace anisoscope;
+  auto tensors = analysis::ReadSafetensors(
+      fuzz::WriteInput(fuzz::AsText(data, size), "model.safetensors"));
+  if (tensors.ok()) {
+    for (const auto& [name, tensor] : *tensors) (void)tensor.sum().item<double>();
+  }
+  return 0;
+}
