@@ -174,37 +174,32 @@ class CausalEndToEndTest(unittest.TestCase):
     def test_llama_linear_rope_scaling_matches_reference(self):
         self.check_suite_matches_reference("llama_linear_rope", steps=[STEPS[-1]])
 
+    def check_text_probe(self, suite):
+        """A text probe through each checkpoint's own tokenizer stores every step."""
+        text = os.path.join(self.work, f"probe_{suite}.txt")
+        with open(text, "w", encoding="utf-8") as f:
+            f.write(TEXT)
+        run = f"{suite}_text"
+        result = self.server.cli("submit", "--run", run, "--checkpoints",
+                                 os.path.join(FIXTURE, suite), "--probe-text", text,
+                                 "--seq-len", "32", "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
+        points = self.query(run, "attn_entropy")
+        self.assertEqual(sorted({p["step"] for p in points}), STEPS)
+        self.assertTrue(all(p["value"] > 0 for p in points))
+
     def test_pythia_text_probe_uses_the_checkpoint_tokenizer(self):
         if not os.path.exists(os.path.join(FIXTURE, "pythia", "step0", "tokenizer.json")):
             self.skipTest("no tokenizer.json in the fixture ($ANISOSCOPE_SHARED_DATA absent "
                           "when it was made)")
-        text = os.path.join(self.work, "probe.txt")
-        with open(text, "w", encoding="utf-8") as f:
-            f.write(TEXT)
-        result = self.server.cli("submit", "--run", "pythia_text", "--checkpoints",
-                                 os.path.join(FIXTURE, "pythia"), "--probe-text", text,
-                                 "--seq-len", "32", "--wait")
-        self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
-        points = self.query("pythia_text", "attn_entropy")
-        self.assertEqual(sorted({p["step"] for p in points}), STEPS)
-        self.assertTrue(all(p["value"] > 0 for p in points))
+        self.check_text_probe("pythia")
 
     def test_llama_text_probe_uses_its_sentencepiece_model(self):
         # The llama checkpoints ship only tokenizer.model (and tokenizer_config.json).
         self.assertEqual(sorted(f for f in os.listdir(os.path.join(FIXTURE, "llama", "step0"))
                                 if f.startswith("tokenizer")),
                          ["tokenizer.model", "tokenizer_config.json"])
-        text = os.path.join(self.work, "probe_llama.txt")
-        with open(text, "w", encoding="utf-8") as f:
-            f.write(TEXT)
-        result = self.server.cli("submit", "--run", "llama_text", "--checkpoints",
-                                 os.path.join(FIXTURE, "llama"), "--probe-text", text,
-                                 "--seq-len", "32", "--wait")
-        self.assertEqual(result.returncode, 0, result.stderr + self.server.read_log())
-        points = self.query("llama_text", "attn_entropy")
-        self.assertEqual(sorted({p["step"] for p in points}), STEPS)
-        self.assertTrue(all(p["value"] > 0 for p in points))
-
+        self.check_text_probe("llama")
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
