@@ -142,14 +142,7 @@ std::vector<int64_t> BpeModel::CharacterSymbols(std::string_view word) const {
   std::vector<int64_t> symbols;
   symbols.reserve(word.size());
   bool last_was_unk = false;
-  for (size_t pos = 0; pos < word.size();) {
-    size_t length = 1;
-    const auto lead = static_cast<uint8_t>(word[pos]);
-    if (lead >= 0xF0) length = 4;
-    else if (lead >= 0xE0) length = 3;
-    else if (lead >= 0xC0) length = 2;
-    const std::string_view character = word.substr(pos, length);
-    pos += length;
+  for (const std::string_view character : Utf8Characters(word)) {
     if (std::optional<int64_t> id = TokenId(character)) {
       symbols.push_back(*id);
       last_was_unk = false;

@@ -3,6 +3,7 @@
 #include <unicode/uchar.h>
 #include <unicode/utf8.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace anisoscope::analysis::internal {
@@ -60,6 +61,18 @@ const std::array<std::string, 256>& ByteToUnicode() {
   static const std::array<std::string, 256>* const table =
       new std::array<std::string, 256>(MakeByteToUnicode());
   return *table;
+}
+
+std::vector<std::string_view> Utf8Characters(std::string_view text) {
+  std::vector<std::string_view> characters;
+  characters.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length =
+        std::min(Utf8SequenceLength(static_cast<unsigned char>(text[pos])), text.size() - pos);
+    characters.push_back(text.substr(pos, length));
+    pos += length;
+  }
+  return characters;
 }
 
 std::string BytesToUnicode(std::string_view bytes) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,15 @@ namespace anisoscope::analysis::internal {
 // Replaces every ill-formed UTF-8 sequence (maximal subpart) by U+FFFD, as Python's
 // bytes.decode(errors="replace"); valid text is returned unchanged.
 std::string SanitizeUtf8(std::string_view text);
+
+// Length of the UTF-8 sequence that `lead` starts (1 for ASCII or a stray byte); for stepping
+// through text that SanitizeUtf8 has made valid.
+inline size_t Utf8SequenceLength(unsigned char lead) {
+  return lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+}
+
+// The characters (code points) of valid UTF-8 `text`, as views into it.
+std::vector<std::string_view> Utf8Characters(std::string_view text);
 
 // GPT-2's split pattern, which ByteLevel with use_regex applies (for RegexSplitter, so with
 // Oniguruma's \p{L}, \p{N} and \s = the White_Space property).

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/tokenizer/byte_level.h"
 
 namespace anisoscope::analysis::internal {
 namespace {
@@ -20,14 +21,6 @@ void InitializeOnigurumaOnce() {
 
 const OnigUChar* Bytes(std::string_view text) {
   return reinterpret_cast<const OnigUChar*>(text.data());
-}
-
-// Length of the UTF-8 sequence whose lead byte is `lead` (1 for a stray byte).
-size_t Utf8Length(unsigned char lead) {
-  if (lead >= 0xF0) return 4;
-  if (lead >= 0xE0) return 3;
-  if (lead >= 0xC0) return 2;
-  return 1;
 }
 
 }  // namespace
@@ -77,7 +70,7 @@ std::vector<std::string_view> RegexSplitter::Split(std::string_view text) const 
     const size_t match_end = static_cast<size_t>(region->end[0]);
     if (match_start == match_end && match_end == last_match_end) {
       search_from = match_start < text.size()
-                        ? match_start + Utf8Length(static_cast<unsigned char>(text[match_start]))
+                        ? match_start + Utf8SequenceLength(static_cast<unsigned char>(text[match_start]))
                         : text.size() + 1;
       continue;
     }

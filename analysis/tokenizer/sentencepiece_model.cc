@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/tokenizer/byte_level.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis::internal {
@@ -172,19 +173,6 @@ absl::StatusOr<Model> ParseModel(std::string_view bytes) {
   return model;
 }
 
-// The UTF-8 code points of `text` (as Python's len() and slicing count them).
-std::vector<std::string_view> CodePoints(std::string_view text) {
-  std::vector<std::string_view> out;
-  for (size_t pos = 0; pos < text.size();) {
-    const auto lead = static_cast<uint8_t>(text[pos]);
-    size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    length = std::min(length, text.size() - pos);
-    out.push_back(text.substr(pos, length));
-    pos += length;
-  }
-  return out;
-}
-
 // transformers' SentencePieceExtractor: for each piece (in id order) its splits into two
 // vocabulary pieces, ordered by the pieces' ids; then all of them by the piece's score,
 // highest first (a stable sort, as Python's sorted).
@@ -197,7 +185,8 @@ std::vector<std::pair<std::string, std::string>> ExtractMerges(
   };
   std::vector<Merge> merges;
   for (const Piece& piece : pieces) {
-    const std::vector<std::string_view> chars = CodePoints(piece.piece);
+    // Code points, as Python's len() and slicing count them.
+    const std::vector<std::string_view> chars = Utf8Characters(piece.piece);
     std::vector<Merge> local;
     size_t split = 0;
     for (size_t i = 1; i < chars.size(); ++i) {
