@@ -92,6 +92,18 @@ absl::StatusOr<SampleFraming> FramingOf(const fs::path& checkpoint_dir,
   return framing;
 }
 
+// A loaded BPE tokenizer with the framing FramingOf gives it.
+absl::StatusOr<CheckpointTokenizer> FramedBpe(const fs::path& checkpoint_dir,
+                                              absl::StatusOr<std::unique_ptr<BpeTokenizer>> loaded,
+                                              std::string description) {
+  if (!loaded.ok()) return loaded.status();
+  CheckpointTokenizer result;
+  ASSIGN_OR_RETURN(result.framing, FramingOf(checkpoint_dir, **loaded));
+  result.tokenizer = *std::move(loaded);
+  result.description = std::move(description);
+  return result;
+}
+
 }  // namespace
 
 WordPieceTokenizer::Options WordPieceOptionsOf(const fs::path& checkpoint_dir,
@@ -127,23 +139,15 @@ absl::StatusOr<CheckpointTokenizer> LoadCheckpointTokenizer(const fs::path& chec
   if (IsFile(tokenizer_json)) {
     ASSIGN_OR_RETURN(const std::string type, ModelTypeOf(tokenizer_json));
     if (type == "BPE") {
-      ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> bpe,
-                       BpeTokenizer::FromTokenizerJson(tokenizer_json));
-      ASSIGN_OR_RETURN(result.framing, FramingOf(checkpoint_dir, *bpe));
-      result.tokenizer = std::move(bpe);
-      result.description = absl::StrCat("BPE from ", tokenizer_json.string());
-      return result;
+      return FramedBpe(checkpoint_dir, BpeTokenizer::FromTokenizerJson(tokenizer_json),
+                       absl::StrCat("BPE from ", tokenizer_json.string()));
     }
     other_model = absl::StrCat(" (tokenizer.json has model.type '", type, "', not BPE)");
   }
   const fs::path tokenizer_model = checkpoint_dir / "tokenizer.model";
   if (IsFile(tokenizer_model)) {
-    ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> bpe,
-                     BpeTokenizer::FromSentencePieceModel(tokenizer_model));
-    ASSIGN_OR_RETURN(result.framing, FramingOf(checkpoint_dir, *bpe));
-    result.tokenizer = std::move(bpe);
-    result.description = absl::StrCat("SentencePiece BPE from ", tokenizer_model.string());
-    return result;
+    return FramedBpe(checkpoint_dir, BpeTokenizer::FromSentencePieceModel(tokenizer_model),
+                     absl::StrCat("SentencePiece BPE from ", tokenizer_model.string()));
   }
   const fs::path vocab_json = checkpoint_dir / "vocab.json";
   const fs::path merges_txt = checkpoint_dir / "merges.txt";
