@@ -22,19 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/synthetic_run.h"
 #include "server/http_server.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope {
 namespace {
-
-constexpr int kLayers = 12;
-constexpr int kHeads = 12;
-constexpr int kSteps = 28;
-constexpr int kHeadDim = 64;
-constexpr const char* kHeadMetrics[] = {"q_mean_norm",    "k_mean_norm",  "qk_mean_dot",
-                                        "qk_mean_cosine", "attn_entropy", "q_anisotropy",
-                                        "k_anisotropy"};
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "http_query_bench: %s\n", what.c_str());
@@ -42,36 +35,8 @@ constexpr const char* kHeadMetrics[] = {"q_mean_norm",    "k_mean_norm",  "qk_me
 }
 
 void FillStore(storage::MetricsStore* store) {
-  for (int s = 0; s < kSteps; ++s) {
-    storage::StepResult result;
-    result.run = "bench";
-    result.probe = {"p0", "synthetic", 128, 65536};
-    result.step = s == 0 ? 0 : static_cast<int64_t>(s) * 20000;
-    result.model_family = "bert";
-    result.num_layers = kLayers;
-    result.num_heads = kHeads;
-    result.head_dim = kHeadDim;
-    for (int layer = 0; layer < kLayers; ++layer) {
-      for (int head = 0; head < kHeads; ++head) {
-        int m = 0;
-        for (const char* metric : kHeadMetrics) {
-          result.scalars.push_back({metric, layer, head, std::sin(s * 0.3 + layer + head + m++)});
-        }
-        std::vector<double> q(kHeadDim);
-        std::vector<double> k(kHeadDim);
-        for (int i = 0; i < kHeadDim; ++i) {
-          q[i] = std::cos(s + i * 0.1 + head);
-          k[i] = std::sin(s + i * 0.2 + layer);
-        }
-        result.vectors.push_back({"q_mean", layer, head, q});
-        result.vectors.push_back({"k_mean", layer, head, k});
-      }
-    }
-    for (int hidden = 0; hidden <= kLayers; ++hidden) {
-      result.scalars.push_back({"hidden_anisotropy", hidden, -1, 0.1 * hidden + s * 0.01});
-      result.scalars.push_back({"hidden_mean_norm", hidden, -1, 10.0 + hidden + s});
-    }
-    if (absl::Status status = store->WriteStep(result, false); !status.ok()) {
+  for (int s = 0; s < bench::kSyntheticSteps; ++s) {
+    if (absl::Status status = bench::WriteSyntheticStep(*store, s); !status.ok()) {
       Die(status.ToString());
     }
   }
@@ -135,7 +100,7 @@ int Main(int argc, char** argv) {
     };
     const std::string full = "/api/v1/series?run=bench&metric=qk_mean_cosine";
     storage::SeriesQuery query;
-    query.run = "bench";
+    query.run = bench::kSyntheticRun;
     query.metric = "qk_mean_cosine";
     size_t points = 0;
     const Summary direct = Time(repeats, [&] {
@@ -150,7 +115,7 @@ int Main(int argc, char** argv) {
     const Summary http_poll = Time(repeats, get(full + "&since_step=520000"));
 
     std::printf("run: %d layers x %d heads x %d steps; one metric, all heads = %zu points\n",
-                kLayers, kHeads, kSteps, points);
+                bench::kSyntheticLayers, bench::kSyntheticHeads, bench::kSyntheticSteps, points);
     std::printf("%-44s %10s %10s %10s\n",
                 ("query (repeats " + std::to_string(repeats) + ")").c_str(), "median ms", "p95 ms",
                 "bytes");

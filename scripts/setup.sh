@@ -17,7 +17,9 @@ PACKAGES=(
   libcli11-dev                       # anisoscope-worker's and the server host commands' flags
   libeigen3-dev                      # the projections' SVD (server/trajectory_projection.cc)
   libboost-dev                       # Boost.Math: the correlation tests' p-values (server/statistical_tests.cc)
-  libxxhash-dev                      # XXH3: the checkpoints' fingerprints (analysis/checkpoint/fingerprint.cc)
+  libxxhash-dev                      # XXH3: the checkpoints' fingerprints, the API answers' ETags
+  zlib1g-dev                         # gzip of the API's answers (server/encoded_response.cc)
+  libcurl4-openssl-dev               # bench/: the load benchmarks' HTTP pollers (libcurl multi)
   libonig-dev                        # Oniguruma, the tokenizers' Split regexes as Hugging Face runs them
   libsentencepiece-dev               # tests: the reference for the converted SentencePiece tokenizer.model
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates

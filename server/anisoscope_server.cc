@@ -134,6 +134,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     HttpServer::Options http_options;
     http_options.listen = options.http_listen;
     http_options.web_dir = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
+    http_options.threads = options.http_threads;
     http_options.tls_cert = options.tls_cert;
     http_options.tls_key = options.tls_key;
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(

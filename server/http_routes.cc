@@ -21,7 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/json_text.h"
+#include "common/status_macros.h"
 #include "server/derived_queries.h"
+#include "server/encoded_response.h"
 #include "server/queries.h"
 #include "server/query_timing.h"
 
@@ -57,33 +59,73 @@ absl::StatusOr<Principal> AuthorizeRequest(AccessControl& access, const httplib:
   return access.Authorize(credentials, Action::kRead);
 }
 
+// Sends `encoded`: 304 when the client's copy (If-None-Match) is current, gzipped when the
+// client accepts it, with the validator and "revalidate every time" either way.
+void WriteEncoded(const EncodedResponse& encoded, const httplib::Request& req,
+                  httplib::Response& res) {
+  res.set_header("ETag", encoded.etag);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("Vary", "Accept-Encoding");
+  if (IfNoneMatchHits(req.get_header_value("If-None-Match"), encoded.etag)) {
+    res.status = 304;
+    return;
+  }
+  if (!encoded.gzip.empty() && AcceptsGzip(req.get_header_value("Accept-Encoding"))) {
+    res.set_header("Content-Encoding", "gzip");
+    res.set_content(encoded.gzip, kJsonType);
+  } else {
+    res.set_content(encoded.body, kJsonType);
+  }
+}
+
+template <typename Response>
+std::string ResponseJson(const Response& response) {
+  if constexpr (std::is_same_v<Response, ::anisoscope::v1::QuerySeriesResponse>) {
+    return SeriesToJson(response);
+  } else {
+    return MessageToJson(response);
+  }
+}
+
 // A GET handler for one API call: credentials -> caller; parameters (and path captures) ->
-// Request -> core in the caller's namespace -> Response as JSON. `path_field` names the
-// request field set from the first capture.
+// Request -> core in the caller's namespace -> Response as JSON, kept in the context's
+// cache until the store changes when the route's answers come from the store alone.
+// `path_field` names the request field set from the first capture.
 template <typename Request, typename Response>
 httplib::Server::Handler ApiHandler(
-    AccessControl* access,
+    const RouteContext& context, Freshness freshness,
     std::function<absl::StatusOr<Response>(const std::string& ns, const Request&)> core,
     const std::string& path_field = "") {
-  return [access, core = std::move(core), path_field](const httplib::Request& req,
-                                                      httplib::Response& res) {
+  return [context, freshness, core = std::move(core), path_field](const httplib::Request& req,
+                                                                 httplib::Response& res) {
     res.set_header("Access-Control-Allow-Origin", "*");
     Request request;
     std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-    const absl::StatusOr<Principal> caller = AuthorizeRequest(*access, req, &params);
+    const absl::StatusOr<Principal> caller = AuthorizeRequest(*context.access, req, &params);
     if (!caller.ok()) return WriteError(caller.status(), res);
     absl::Status status = MessageFromParams(params, &request);
     if (status.ok() && !path_field.empty()) {
       status = MessageFromParams({{path_field, req.matches[1].str()}}, &request);
     }
     if (!status.ok()) return WriteError(status, res);
-    absl::StatusOr<Response> response = core(caller->ns, request);
-    if (!response.ok()) return WriteError(response.status(), res);
-    if constexpr (std::is_same_v<Response, ::anisoscope::v1::QuerySeriesResponse>) {
-      res.set_content(SeriesToJson(*response), kJsonType);
+    const auto body = [&]() -> absl::StatusOr<std::string> {
+      ASSIGN_OR_RETURN(const Response response, core(caller->ns, request));
+      return ResponseJson(response);
+    };
+    ResponseCache::Answer answer;
+    if (freshness == Freshness::kStore && context.cache != nullptr) {
+      const absl::StatusOr<int64_t> version = context.store->DataVersion();
+      if (!version.ok()) return WriteError(version.status(), res);
+      const std::string key =
+          absl::StrCat(req.matches[0].str(), "\n", caller->ns, "\n", request.SerializeAsString());
+      answer = context.cache->GetOrCompute(key, *version, body);
+    } else if (absl::StatusOr<std::string> json = body(); json.ok()) {
+      answer = std::make_shared<const EncodedResponse>(EncodeResponse(std::move(json).value()));
     } else {
-      res.set_content(MessageToJson(*response), kJsonType);
+      answer = json.status();
     }
+    if (!answer.ok()) return WriteError(answer.status(), res);
+    WriteEncoded(**answer, req, res);
   };
 }
 
@@ -296,60 +338,63 @@ std::string RoutePattern(const std::string& path) {
   return std::regex_replace(path, std::regex(R"(\{[a-z_]+\})"), "([^/]+)");
 }
 
-std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
-                                AccessControl* access) {
+std::vector<ApiRoute> ApiRoutes(const RouteContext& context) {
   using namespace ::anisoscope::v1;  // NOLINT: the message names, for the table below
   using std::string;
+  storage::MetricsStore* const store = context.store;
+  JobRunner* const runner = context.runner;
+  constexpr Freshness kStore = Freshness::kStore;
+  constexpr Freshness kLive = Freshness::kLive;
   return {
       {"/api/v1/runs", "/api/v1/runs",
        ApiHandler<ListRunsRequest, ListRunsResponse>(
-           access, [store](const string& ns,
+           context, kStore, [store](const string& ns,
                            const ListRunsRequest& r) { return queries::ListRuns(*store, ns, r); })},
       {"/api/v1/series", "/api/v1/series?run=r&metric=qk_mean_cosine",
        ApiHandler<QuerySeriesRequest, QuerySeriesResponse>(
-           access,
+           context, kStore,
            [store](const string& ns, const QuerySeriesRequest& r) {
              return queries::QuerySeries(*store, ns, r);
            })},
       {"/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
        ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(
-           access,
+           context, kStore,
            [store](const string& ns, const QueryVectorsRequest& r) {
              return queries::QueryVectors(*store, ns, r);
            })},
       {"/api/v1/trajectory", "/api/v1/trajectory?run=r",
        ApiHandler<QueryTrajectoryRequest, QueryTrajectoryResponse>(
-           access,
+           context, kStore,
            [store](const string& ns, const QueryTrajectoryRequest& r) {
              return queries::QueryTrajectory(*store, ns, r);
            })},
       {"/api/v1/token_cloud", "/api/v1/token_cloud?run=r&layer=0&head=0&basis=union",
        ApiHandler<QueryTokenCloudRequest, QueryTokenCloudResponse>(
-           access,
+           context, kStore,
            [store](const string& ns, const QueryTokenCloudRequest& r) {
              return queries::QueryTokenCloud(*store, ns, r);
            })},
       {"/api/v1/correlation", "/api/v1/correlation?run=r",
        ApiHandler<QueryCorrelationRequest, QueryCorrelationResponse>(
-           access,
+           context, kStore,
            [store](const string& ns, const QueryCorrelationRequest& r) {
              return queries::QueryCorrelation(*store, ns, r);
            })},
       {"/api/v1/isotropic_baseline", "/api/v1/isotropic_baseline?dimension=64",
        ApiHandler<QueryIsotropicBaselineRequest, QueryIsotropicBaselineResponse>(
-           access,
+           context, kStore,
            [](const string& /*ns*/, const QueryIsotropicBaselineRequest& r) {
              return queries::QueryIsotropicBaseline(r);
            })},
       {"/api/v1/jobs", "/api/v1/jobs",
        ApiHandler<ListJobsRequest, ListJobsResponse>(
-           access,
+           context, kLive,
            [runner](const string& ns, const ListJobsRequest& r) {
              return queries::ListJobs(*runner, ns, r);
            })},
       {"/api/v1/jobs/{id}", "/api/v1/jobs/1",
        ApiHandler<GetJobRequest, Job>(
-           access,
+           context, kLive,
            [runner](const string& ns, const GetJobRequest& r) {
              return queries::GetJob(*runner, ns, r);
            },
@@ -357,9 +402,12 @@ std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
   };
 }
 
-void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
-                   AccessControl* access, ServiceMetrics* metrics, const fs::path& web_dir) {
-  for (ApiRoute& route : ApiRoutes(store, runner, access)) {
+void InstallRoutes(httplib::Server* server, const RouteContext& context, ServiceMetrics* metrics,
+                   const fs::path& web_dir) {
+  storage::MetricsStore* const store = context.store;
+  JobRunner* const runner = context.runner;
+  AccessControl* const access = context.access;
+  for (ApiRoute& route : ApiRoutes(context)) {
     server->Get(RoutePattern(route.path),
                 metrics == nullptr
                     ? std::move(route.handler)

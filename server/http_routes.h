@@ -15,6 +15,7 @@
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "server/access_control.h"
 #include "server/job_runner.h"
+#include "server/response_cache.h"
 #include "server/service_metrics.h"
 #include "storage/metrics_store.h"
 
@@ -58,6 +59,19 @@ std::string ContentTypeFor(const std::filesystem::path& file);
 absl::StatusOr<std::filesystem::path> ResolveStaticFile(const std::filesystem::path& web_dir,
                                                         const std::string& url_path);
 
+// What the API's handlers work with (none owned). `cache` may be null: nothing kept.
+struct RouteContext {
+  storage::MetricsStore* store = nullptr;
+  JobRunner* runner = nullptr;
+  AccessControl* access = nullptr;
+  ResponseCache* cache = nullptr;
+};
+
+// Where a route's answers come from: kStore, the store alone (kept in the ResponseCache
+// until its DataVersion changes); kLive, also the job runner's state in memory (encoded
+// anew for each request). Either way answers carry an ETag and are gzipped on request.
+enum class Freshness { kStore, kLive };
+
 // One GET route of the API. Every handler authorizes its caller (Action::kRead: the
 // Authorization header, the `namespace` parameter) before anything else.
 struct ApiRoute {
@@ -66,8 +80,7 @@ struct ApiRoute {
   std::function<void(const httplib::Request&, httplib::Response&)> handler;
 };
 // The /api/v1 routes, in the one table InstallRoutes installs.
-std::vector<ApiRoute> ApiRoutes(storage::MetricsStore* store, JobRunner* runner,
-                                AccessControl* access);
+std::vector<ApiRoute> ApiRoutes(const RouteContext& context);
 
 // httplib's regex for an ApiRoute path: each {name} matches one segment,
 // "/api/v1/jobs/{id}" -> "/api/v1/jobs/([^/]+)".
@@ -80,8 +93,7 @@ inline constexpr char kMetricsPath[] = "/metrics";
 // Installs ApiRoutes (each timed into `metrics`), kMetricsPath, a 404 for other /api paths,
 // and the static file route on `server`. Without `metrics` (null), no timing and no
 // kMetricsPath.
-void InstallRoutes(httplib::Server* server, storage::MetricsStore* store, JobRunner* runner,
-                   AccessControl* access, ServiceMetrics* metrics,
+void InstallRoutes(httplib::Server* server, const RouteContext& context, ServiceMetrics* metrics,
                    const std::filesystem::path& web_dir);
 
 }  // namespace anisoscope::server

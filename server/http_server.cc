@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -26,9 +27,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
     return absl::InvalidArgumentError(
         absl::StrCat("--http-listen address '", options.listen, "' is not HOST:PORT"));
   }
-  if (options.threads < 1) {
+  if (options.threads < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("HTTP threads must be >= 1, got ", options.threads));
+        absl::StrCat("HTTP threads must be >= 1 (0: follow the machine), got ", options.threads));
   }
   std::string host = options.listen.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -52,20 +53,33 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
     server->server_ = std::move(https);
   }
   httplib::Server& http = *server->server_;
-  const size_t threads = static_cast<size_t>(options.threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const int max_threads = options.threads > 0 ? options.threads : DefaultHttpThreads();
+  const int min_threads =
+      std::min(max_threads, std::max(4, static_cast<int>(std::thread::hardware_concurrency())));
+  http.new_task_queue = [gauge = server->pool_gauge_, min_threads, max_threads] {
+    return new HttpThreadPool(min_threads, max_threads, gauge);
+  };
   http.set_tcp_nodelay(true);
-  // One request per connection: httplib serves a connection on one pool thread until it
-  // closes, so a browser's idle keep-alive connections (up to six) would hold the threads,
-  // stall every other request and keep Stop waiting for their 5 s idle timeout.
-  http.set_keep_alive_max_count(1);
+  // An idle keep-alive connection holds its thread for up to this long (and Stop waits
+  // for it), then the client reconnects.
+  http.set_keep_alive_timeout(2);
+  http.set_keep_alive_max_count(1000);
+  // Connections wait for a thread: close this one after its answer, so that they get one.
+  http.set_post_routing_handler(
+      [gauge = server->pool_gauge_](const httplib::Request&, httplib::Response& res) {
+        if (gauge->waiting.load() > 0) res.set_header("Connection", "close");
+      });
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server
-  // share a busy port instead of failing.
-  http.set_socket_options([](socket_t sock) {
+  // share a busy port instead of failing. The listening socket is remembered for its
+  // backlog (below).
+  auto listening = std::make_shared<socket_t>(INVALID_SOCKET);
+  http.set_socket_options([listening](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
+    *listening = sock;
   });
-  InstallRoutes(&http, store, runner, access, metrics, options.web_dir);
+  server->cache_ = std::make_unique<ResponseCache>(options.cache_bytes);
+  InstallRoutes(&http, {store, runner, access, server->cache_.get()}, metrics, options.web_dir);
 
   if (port == 0) {
     port = http.bind_to_any_port(host);
@@ -76,6 +90,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
   if (port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen, "' (HTTP)"));
   }
+  // Debian's httplib listens with a backlog of 5: a burst of new connections overflows it
+  // and the kernel drops their SYNs, which clients resend only after a second. listen()
+  // again on the bound socket raises it to the system's maximum.
+  if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);
   server->port_ = port;
   server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
   auto ended = std::make_shared<std::atomic<bool>>(false);

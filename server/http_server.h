@@ -9,6 +9,12 @@
 // exposition of the server's counts (ServiceMetrics). Other paths are files under
 // `web_dir` (index.html at /), never outside it; 503 when `web_dir` does not exist.
 //
+// Under load: answers of store-backed queries are kept encoded until the store changes
+// (ResponseCache), sent as 304 to a client whose copy is current (ETag / If-None-Match)
+// and gzipped to one that accepts it; connections are kept alive, but a thread pool that
+// grows per connection (HttpThreadPool) and "Connection: close" while connections wait
+// keep idle ones from holding the threads; the listen backlog is the system's maximum.
+//
 // Thread-safe. Handlers run on the server's own threads and block on store reads only.
 // `store`, `runner` and `access` are not owned and must outlive the HttpServer.
 #pragma once
@@ -19,7 +25,9 @@
 
 #include "absl/status/statusor.h"
 #include "server/access_control.h"
+#include "server/http_thread_pool.h"
 #include "server/job_runner.h"
+#include "server/response_cache.h"
 #include "server/service_metrics.h"
 #include "storage/metrics_store.h"
 
@@ -36,8 +44,10 @@ class HttpServer {
     std::string listen = "127.0.0.1:8080";
     // Directory of the dashboard's files; checked on each request (it may appear later).
     std::string web_dir;
-    // Request threads.
-    int threads = 4;
+    // The most request threads (each open connection holds one); 0: DefaultHttpThreads().
+    int threads = 0;
+    // Memory for encoded answers kept until the store changes (ResponseCache).
+    size_t cache_bytes = 64 << 20;
     // PEM certificate chain and private key: serve HTTPS; both empty: plain HTTP.
     std::string tls_cert;
     std::string tls_key;
@@ -68,6 +78,8 @@ class HttpServer {
  private:
   HttpServer() = default;
 
+  std::unique_ptr<ResponseCache> cache_;
+  std::shared_ptr<PoolGauge> pool_gauge_ = std::make_shared<PoolGauge>();
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::string address_;

@@ -125,6 +125,10 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
       "the dashboard's files, served at / by --http-listen (default: <executable's "
       "directory>/../web, i.e. build/web)")
       ->check(NonEmpty("a directory"));
+  add("http-threads", options.http_threads,
+      "the most HTTP request threads; each open connection holds one while it lasts, and "
+      "connections beyond it wait (default 0: 32 per core, at least 128)")
+      ->check(IntAtLeast(0));
   add("workers", options.workers,
       "embedded worker threads, one extractor each; 0 leaves all work to remote "
       "anisoscope-worker processes")

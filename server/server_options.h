@@ -22,6 +22,9 @@ struct ServerOptions {
   std::string http_listen;
   // --web-dir: the dashboard's files; empty: DefaultWebDir().
   std::string web_dir;
+  // --http-threads: the most HTTP request threads; 0: follow the machine
+  // (DefaultHttpThreads, 32 per core, at least 128).
+  int http_threads = 0;
   // --workers: embedded worker threads, each with its own extractor; 0 leaves all work to
   // remote anisoscope-worker processes.
   int workers = 1;

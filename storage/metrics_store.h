@@ -57,6 +57,10 @@ class MetricsStore {
   // has several probes (the message lists them).
   virtual absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) = 0;
   virtual absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) = 0;
+  // A number that changes whenever anything is committed to the database, by this store or
+  // by another process; equal numbers mean nothing stored changed in between. Read on a
+  // connection of its own, so it never waits for a query in progress (for caching answers).
+  virtual absl::StatusOr<int64_t> DataVersion() = 0;
 
   // ---- Jobs ----
   // Stores a new job (state queued, every checkpoint pending) and returns its id.

@@ -49,7 +49,10 @@ absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> SqliteMetricsStore::Create(
   if (options.max_pages > 0) {
     RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA max_page_count = ", options.max_pages)));
   }
-  return std::unique_ptr<SqliteMetricsStore>(new SqliteMetricsStore(std::move(db)));
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> version_db,
+                   SqliteDb::Open({options.path, options.busy_timeout_ms}));
+  return std::unique_ptr<SqliteMetricsStore>(
+      new SqliteMetricsStore(std::move(db), std::move(version_db)));
 }
 
 absl::StatusOr<bool> SqliteMetricsStore::HasStep(const std::string& ns, const std::string& run,
@@ -71,6 +74,11 @@ absl::StatusOr<std::vector<RunInfo>> SqliteMetricsStore::ListRuns(const std::str
 absl::StatusOr<RunInfo> SqliteMetricsStore::GetRun(const std::string& ns, const std::string& run) {
   absl::MutexLock lock(&mu_);
   return GetRunFromDb(db_.get(), ns, run);
+}
+
+absl::StatusOr<int64_t> SqliteMetricsStore::DataVersion() {
+  absl::MutexLock lock(&version_mu_);
+  return version_db_->QueryInt64("PRAGMA data_version");
 }
 
 absl::StatusOr<SeriesResult> SqliteMetricsStore::QuerySeries(const SeriesQuery& query) {

@@ -27,6 +27,7 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<RunInfo> GetRun(const std::string& ns, const std::string& run) override;
   absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) override;
   absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) override;
+  absl::StatusOr<int64_t> DataVersion() override;
 
   absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) override;
   absl::StatusOr<JobRecord> GetJob(int64_t id) override;
@@ -57,10 +58,15 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) override;
 
  private:
-  explicit SqliteMetricsStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  SqliteMetricsStore(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> version_db)
+      : db_(std::move(db)), version_db_(std::move(version_db)) {}
 
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+  // A second connection that only reads PRAGMA data_version, which counts the commits of
+  // every other connection, db_'s included.
+  absl::Mutex version_mu_;
+  std::unique_ptr<SqliteDb> version_db_ ABSL_GUARDED_BY(version_mu_);
 };
 
 }  // namespace anisoscope::storage

@@ -318,7 +318,7 @@ TEST_F(AccessTest, OnlyAdminsMayNameAnotherNamespace) {
 
 TEST_F(AccessTest, EveryHttpRouteChecksTokenRoleAndNamespace) {
   httplib::Client client(server_->http_address());
-  const std::vector<ApiRoute> routes = ApiRoutes(nullptr, nullptr, nullptr);
+  const std::vector<ApiRoute> routes = ApiRoutes({});
   ASSERT_FALSE(routes.empty());
   for (const ApiRoute& route : routes) {
     // Routes that name team-a's run "r" or job 1; the list routes answer 200 and filter, the

@@ -357,5 +357,27 @@ TEST_F(ResultsTest, WriteStepTimeFor12x12Step) {
       total_ms / kSteps, worst_ms, kSteps, replace_ms);
 }
 
+TEST_F(ResultsTest, DataVersionChangesWithEveryCommitOfAnyConnectionAndOnlyThen) {
+  auto version = [&] {
+    absl::StatusOr<int64_t> v = store_->DataVersion();
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.value_or(-1);
+  };
+  const int64_t start = version();
+  ASSERT_OK(store_->ListRuns("").status());
+  EXPECT_EQ(version(), start) << "a read changed the version";
+
+  ASSERT_OK(store_->WriteStep(MakeStep("r", "p", 1), false));
+  const int64_t written = version();
+  EXPECT_NE(written, start) << "this store's own write went unnoticed";
+  EXPECT_EQ(version(), written);
+
+  // Another process's store on the same file (as the CLI or a second server would be).
+  auto other = MetricsStore::Open({path_});
+  ASSERT_OK(other.status());
+  ASSERT_OK((*other)->WriteStep(MakeStep("r", "p", 2), false));
+  EXPECT_NE(version(), written) << "another connection's write went unnoticed";
+}
+
 }  // namespace
 }  // namespace anisoscope::storage

@@ -40,7 +40,7 @@ async function fetchWithToken(url, path) {
     let response;
     try {
       response = await fetch(url, {
-        cache: 'no-store',
+        cache: 'no-cache',  // revalidate: the server answers 304 when nothing changed (ETag)
         headers: token ? { Authorization: `Bearer ${token}` } : {},
       });
     } catch (err) {
