@@ -100,15 +100,16 @@ int Main(int argc, char** argv) {
       Die(status.ToString());
     }
   }
-  auto server = ServerProcess::Start(
-      server_binary, {"--db", db, "--allow-root", dir.string(), "--workers", "0"},
-      (dir / "server.log").string());
+  auto server = ServerProcess::Start(server_binary,
+                                     {"--db", db, "--allow-root", dir.string(), "--workers", "0"},
+                                     (dir / "server.log").string());
   if (!server.ok()) Die(server.status().ToString());
   options.address = (*server)->http_address();
-  std::printf("server %s (pid %d), %d pollers, %.0f s each, a new step every %d ms; "
-              "machine: %u cores\n",
-              options.address.c_str(), (*server)->pid(), options.clients, options.seconds,
-              write_every_ms, std::thread::hardware_concurrency());
+  std::printf(
+      "server %s (pid %d), %d pollers, %.0f s each, a new step every %d ms; "
+      "machine: %u cores\n",
+      options.address.c_str(), (*server)->pid(), options.clients, options.seconds, write_every_ms,
+      std::thread::hardware_concurrency());
   std::printf("%-34s %8s %6s %6s %8s %8s %8s %8s %9s\n", "pattern", "requests", "errors", "304s",
               "req/s", "p50 ms", "p99 ms", "max ms", "RSS MiB");
   std::fflush(stdout);
@@ -116,8 +117,8 @@ int Main(int argc, char** argv) {
   const std::string series =
       absl::StrCat("/api/v1/series?run=", kSyntheticRun, "&metric=qk_mean_cosine");
   const PathFor poll = [&](int64_t newest) {
-    return absl::StrCat(series, "&since_step=",
-                        newest >= 0 ? newest : SyntheticStep(kSyntheticSteps - 1));
+    return absl::StrCat(series,
+                        "&since_step=", newest >= 0 ? newest : SyntheticStep(kSyntheticSteps - 1));
   };
   const PathFor full = [&](int64_t) {
     return absl::StrCat(series, "&to_step=", SyntheticStep(kSyntheticSteps - 1));
@@ -129,13 +130,13 @@ int Main(int argc, char** argv) {
     const PathFor& path_for;
     ClientKind kind;
   };
-  for (const Pattern& pattern : {Pattern{"since_step poll, browser", poll, ClientKind::kBrowser},
-                                 Pattern{"since_step poll, first visit", poll,
-                                         ClientKind::kFirstVisit},
-                                 Pattern{"since_step poll, plain", poll, ClientKind::kPlain},
-                                 Pattern{"full series, browser", full, ClientKind::kBrowser},
-                                 Pattern{"full series, first visit", full, ClientKind::kFirstVisit},
-                                 Pattern{"full series, plain", full, ClientKind::kPlain}}) {
+  for (const Pattern& pattern :
+       {Pattern{"since_step poll, browser", poll, ClientKind::kBrowser},
+        Pattern{"since_step poll, first visit", poll, ClientKind::kFirstVisit},
+        Pattern{"since_step poll, plain", poll, ClientKind::kPlain},
+        Pattern{"full series, browser", full, ClientKind::kBrowser},
+        Pattern{"full series, first visit", full, ClientKind::kFirstVisit},
+        Pattern{"full series, plain", full, ClientKind::kPlain}}) {
     options.kind = pattern.kind;
     options.read_steps = &pattern.path_for == &poll;  // full series: the bodies are only counted
     LoadReport report;

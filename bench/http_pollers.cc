@@ -26,9 +26,9 @@ struct Poller {
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   std::string body;
-  std::string etag;           // of the last 200 answer
-  std::string answer_etag;    // of the answer being received
-  bool gzipped = false;       // the answer being received is
+  std::string etag;         // of the last 200 answer
+  std::string answer_etag;  // of the answer being received
+  bool gzipped = false;     // the answer being received is
   int64_t newest = -1;
   Clock::time_point sent;
 };
@@ -179,8 +179,8 @@ LoadReport DrivePollers(const PollerOptions& options, const PathFor& path_for) {
   static const CURLcode initialized = curl_global_init(CURL_GLOBAL_DEFAULT);
   (void)initialized;
   const Clock::time_point begin = Clock::now();
-  const Clock::time_point end =
-      begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.seconds));
+  const Clock::time_point end = begin + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(options.seconds));
   // A client thread per core (at most four), each with its share of the pollers.
   const int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
                                  std::min(4, std::max(1, options.clients)));

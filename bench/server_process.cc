@@ -61,8 +61,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     fclose(lines);
   }).detach();
   if (server->grpc_address_.empty() || server->http_address_.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat(binary, " did not start; its log is ", log_path));
+    return absl::UnavailableError(absl::StrCat(binary, " did not start; its log is ", log_path));
   }
   return server;
 }

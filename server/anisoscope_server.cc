@@ -84,8 +84,9 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
 
   AccessControl* access = server->access_.get();
   server->job_service_ = std::make_unique<JobServiceImpl>(
-      server->runner_.get(), server->policy_.get(), server->store_.get(), access);
-  server->query_service_ = std::make_unique<QueryServiceImpl>(server->store_.get(), access);
+      server->runner_.get(), server->policy_.get(), server->store_.get(), access, options.limits);
+  server->query_service_ =
+      std::make_unique<QueryServiceImpl>(server->store_.get(), access, options.limits);
   server->admin_service_ = std::make_unique<AdminServiceImpl>(server->store_.get(), access);
   const std::string embedded_key = RandomId128();  // this process's embedded workers' key
   server->worker_service_ =
@@ -135,6 +136,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     http_options.listen = options.http_listen;
     http_options.web_dir = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
     http_options.threads = options.http_threads;
+    http_options.limits = options.limits;
     http_options.tls_cert = options.tls_cert;
     http_options.tls_key = options.tls_key;
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(

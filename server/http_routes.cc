@@ -97,7 +97,7 @@ httplib::Server::Handler ApiHandler(
     std::function<absl::StatusOr<Response>(const std::string& ns, const Request&)> core,
     const std::string& path_field = "") {
   return [context, freshness, core = std::move(core), path_field](const httplib::Request& req,
-                                                                 httplib::Response& res) {
+                                                                  httplib::Response& res) {
     res.set_header("Access-Control-Allow-Origin", "*");
     Request request;
     std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
@@ -184,6 +184,8 @@ int HttpStatusFor(absl::StatusCode code) {
       return 404;
     case absl::StatusCode::kFailedPrecondition:
       return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
     case absl::StatusCode::kUnavailable:
       return 503;
     default:
@@ -348,13 +350,15 @@ std::vector<ApiRoute> ApiRoutes(const RouteContext& context) {
   return {
       {"/api/v1/runs", "/api/v1/runs",
        ApiHandler<ListRunsRequest, ListRunsResponse>(
-           context, kStore, [store](const string& ns,
-                           const ListRunsRequest& r) { return queries::ListRuns(*store, ns, r); })},
+           context, kStore,
+           [store](const string& ns, const ListRunsRequest& r) {
+             return queries::ListRuns(*store, ns, r);
+           })},
       {"/api/v1/series", "/api/v1/series?run=r&metric=qk_mean_cosine",
        ApiHandler<QuerySeriesRequest, QuerySeriesResponse>(
            context, kStore,
-           [store](const string& ns, const QuerySeriesRequest& r) {
-             return queries::QuerySeries(*store, ns, r);
+           [store, limits = context.limits](const string& ns, const QuerySeriesRequest& r) {
+             return queries::QuerySeries(*store, ns, r, limits);
            })},
       {"/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
        ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(

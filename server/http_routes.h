@@ -15,6 +15,7 @@
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "server/access_control.h"
 #include "server/job_runner.h"
+#include "server/request_limits.h"
 #include "server/response_cache.h"
 #include "server/service_metrics.h"
 #include "storage/metrics_store.h"
@@ -31,8 +32,8 @@ namespace anisoscope::server {
 inline constexpr char kNamespaceParam[] = "namespace";
 
 // The one mapping from a status code to an HTTP status: 400 INVALID_ARGUMENT, 401
-// UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 409 FAILED_PRECONDITION, 503
-// UNAVAILABLE, 500 otherwise (200 for OK).
+// UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 409 FAILED_PRECONDITION, 429
+// RESOURCE_EXHAUSTED, 503 UNAVAILABLE, 500 otherwise (200 for OK).
 int HttpStatusFor(absl::StatusCode code);
 // {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}
 std::string ErrorJson(const absl::Status& status);
@@ -65,6 +66,7 @@ struct RouteContext {
   JobRunner* runner = nullptr;
   AccessControl* access = nullptr;
   ResponseCache* cache = nullptr;
+  RequestLimits limits;
 };
 
 // Where a route's answers come from: kStore, the store alone (kept in the ResponseCache

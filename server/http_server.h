@@ -27,6 +27,7 @@
 #include "server/access_control.h"
 #include "server/http_thread_pool.h"
 #include "server/job_runner.h"
+#include "server/request_limits.h"
 #include "server/response_cache.h"
 #include "server/service_metrics.h"
 #include "storage/metrics_store.h"
@@ -48,6 +49,7 @@ class HttpServer {
     int threads = 0;
     // Memory for encoded answers kept until the store changes (ResponseCache).
     size_t cache_bytes = 64 << 20;
+    RequestLimits limits;
     // PEM certificate chain and private key: serve HTTPS; both empty: plain HTTP.
     std::string tls_cert;
     std::string tls_key;

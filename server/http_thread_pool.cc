@@ -5,8 +5,7 @@
 
 namespace anisoscope::server {
 
-HttpThreadPool::HttpThreadPool(int min_threads, int max_threads,
-                               std::shared_ptr<PoolGauge> gauge)
+HttpThreadPool::HttpThreadPool(int min_threads, int max_threads, std::shared_ptr<PoolGauge> gauge)
     : max_threads_(std::max({1, min_threads, max_threads})), gauge_(std::move(gauge)) {
   std::lock_guard<std::mutex> lock(mu_);
   for (int i = 0; i < std::max(1, min_threads); ++i) StartThreadLocked();

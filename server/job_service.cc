@@ -21,10 +21,21 @@ namespace {
 // outside the lock. Deletes itself in OnDone, after unsubscribing.
 class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, public JobWatcher {
  public:
-  // `caller` is the authorized caller, or why the call may not watch.
-  WatchJobReactor(JobRunner* runner, int64_t id, const absl::StatusOr<Principal>& caller)
-      : runner_(runner), id_(id) {
+  // `caller` is the authorized caller, or why the call may not watch. `open` counts the
+  // streams open now, at most `max_open` of them.
+  WatchJobReactor(JobRunner* runner, int64_t id, const absl::StatusOr<Principal>& caller,
+                  std::atomic<int>* open, int max_open)
+      : runner_(runner), id_(id), open_(open) {
     absl::Status status = caller.status();
+    if (status.ok()) {
+      caller_counted_ = true;  // until OnDone, refused or not
+      if (open_->fetch_add(1) >= max_open) {
+        status = absl::ResourceExhaustedError(
+            absl::StrCat("this server has ", max_open,
+                         " WatchJob streams open, its limit (--max-watch-streams); try again "
+                         "later or poll GetJob"));
+      }
+    }
     if (status.ok()) status = queries::JobInNamespace(*runner_, caller->ns, id).status();
     if (status.ok()) status = runner_->Watch(id_, this);
     if (!status.ok()) {
@@ -84,6 +95,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
 
   void OnDone() override {
     runner_->Unwatch(id_, this);
+    if (caller_counted_) open_->fetch_sub(1);
     delete this;
   }
 
@@ -109,6 +121,8 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
 
   JobRunner* const runner_;
   const int64_t id_;
+  std::atomic<int>* const open_;
+  bool caller_counted_ = false;  // counted in *open_
   absl::Mutex mu_;
   std::deque<pb::JobEvent> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -168,7 +182,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
 grpc::ServerWriteReactor<pb::JobEvent>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const pb::WatchJobRequest* request) {
   return new WatchJobReactor(runner_, request->id(),
-                             AuthorizeCall(*access_, *context, Action::kRead));
+                             AuthorizeCall(*access_, *context, Action::kRead), &open_watches_,
+                             limits_.max_watch_streams);
 }
 
 }  // namespace anisoscope::server

@@ -7,12 +7,15 @@
 // and outlive the grpc::Server.
 #pragma once
 
+#include <atomic>
+
 #include <grpcpp/grpcpp.h>
 
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "common/path_policy.h"
 #include "server/access_control.h"
 #include "server/job_runner.h"
+#include "server/request_limits.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server {
@@ -20,8 +23,8 @@ namespace anisoscope::server {
 class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
  public:
   JobServiceImpl(JobRunner* runner, const PathPolicy* policy, storage::MetricsStore* store,
-                 AccessControl* access)
-      : runner_(runner), policy_(policy), store_(store), access_(access) {}
+                 AccessControl* access, const RequestLimits& limits)
+      : runner_(runner), policy_(policy), store_(store), access_(access), limits_(limits) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const ::anisoscope::v1::SubmitJobRequest* request,
@@ -43,6 +46,8 @@ class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackServic
   JobRunner* const runner_;
   const PathPolicy* const policy_;
   storage::MetricsStore* const store_;
+  const RequestLimits limits_;
+  std::atomic<int> open_watches_{0};  // WatchJob streams open now
   AccessControl* const access_;
 };
 

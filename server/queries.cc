@@ -41,7 +41,8 @@ absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store, cons
 
 absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store,
                                                     const std::string& ns,
-                                                    const pb::QuerySeriesRequest& request) {
+                                                    const pb::QuerySeriesRequest& request,
+                                                    const RequestLimits& limits) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   if (request.metric().empty()) return absl::InvalidArgumentError("metric is required");
   RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
@@ -79,6 +80,7 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
                                                      ? PerBlockSeries(store, query)
                                                      : store.QuerySeries(query));
   const bool downsampled = DownsampleSeries(request.max_points(), &result.points);
+  RETURN_IF_ERROR(CheckSeriesPoints(static_cast<int64_t>(result.points.size()), limits));
   pb::QuerySeriesResponse response;
   ToProto(result, request.metric(), &response);
   response.set_downsampled(downsampled);

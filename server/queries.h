@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "server/job_runner.h"
+#include "server/request_limits.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server {
@@ -26,10 +27,12 @@ absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store, cons
                                               const pb::ListRunsRequest& request);
 // Points ordered by layer, head, step; since_step is an exclusive lower bound combined
 // with from_step/to_step; max_points > 0 downsamples each (layer, head) series
-// (server/series_downsampling.h) and sets `downsampled`.
+// (server/series_downsampling.h) and sets `downsampled`. RESOURCE_EXHAUSTED when the answer
+// would have more points than `limits` allow.
 absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store,
                                                     const std::string& ns,
-                                                    const pb::QuerySeriesRequest& request);
+                                                    const pb::QuerySeriesRequest& request,
+                                                    const RequestLimits& limits);
 absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& store,
                                                       const std::string& ns,
                                                       const pb::QueryVectorsRequest& request);

@@ -20,7 +20,7 @@ grpc::ServerUnaryReactor* QueryServiceImpl::QuerySeries(grpc::CallbackServerCont
                                                         pb::QuerySeriesResponse* response) {
   return RespondAuthorized(
       *access_, context, Action::kRead, response,
-      [&](const Principal& caller) { return queries::QuerySeries(*store_, caller.ns, *request); });
+      [&](const Principal& caller) { return queries::QuerySeries(*store_, caller.ns, *request, limits_); });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QueryVectors(grpc::CallbackServerContext* context,

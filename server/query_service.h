@@ -7,14 +7,16 @@
 
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "server/access_control.h"
+#include "server/request_limits.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server {
 
 class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackService {
  public:
-  QueryServiceImpl(storage::MetricsStore* store, AccessControl* access)
-      : store_(store), access_(access) {}
+  QueryServiceImpl(storage::MetricsStore* store, AccessControl* access,
+                   const RequestLimits& limits)
+      : store_(store), access_(access), limits_(limits) {}
 
   grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
                                      const ::anisoscope::v1::ListRunsRequest* request,
@@ -43,6 +45,7 @@ class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackSe
  private:
   storage::MetricsStore* const store_;
   AccessControl* const access_;
+  const RequestLimits limits_;
 };
 
 }  // namespace anisoscope::server

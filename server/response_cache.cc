@@ -27,9 +27,10 @@ ResponseCache::Answer ResponseCache::GetOrCompute(const std::string& key, int64_
   }
   if (computing_elsewhere.valid()) return computing_elsewhere.get();
   absl::StatusOr<std::string> body = compute();
-  Answer answer = body.ok() ? Answer(std::make_shared<const EncodedResponse>(
-                                  EncodeResponse(std::move(body).value())))
-                            : Answer(body.status());
+  Answer answer =
+      body.ok()
+          ? Answer(std::make_shared<const EncodedResponse>(EncodeResponse(std::move(body).value())))
+          : Answer(body.status());
   {
     absl::MutexLock lock(&mu_);
     if (auto running = pending_.find(key);

@@ -129,6 +129,14 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
       "the most HTTP request threads; each open connection holds one while it lasts, and "
       "connections beyond it wait (default 0: 32 per core, at least 128)")
       ->check(IntAtLeast(0));
+  add("max-series-points", options.limits.max_series_points,
+      "the most points one series query may answer (after max_points); more is "
+      "RESOURCE_EXHAUSTED (HTTP 429) naming this flag")
+      ->check(CLI::PositiveNumber);
+  add("max-watch-streams", options.limits.max_watch_streams,
+      "the most WatchJob streams open at once, all callers together; more is "
+      "RESOURCE_EXHAUSTED naming this flag")
+      ->check(IntAtLeast(1));
   add("workers", options.workers,
       "embedded worker threads, one extractor each; 0 leaves all work to remote "
       "anisoscope-worker processes")

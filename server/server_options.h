@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/extractor.h"
 #include "server/access_control.h"
+#include "server/request_limits.h"
 
 namespace anisoscope::server {
 
@@ -25,6 +26,8 @@ struct ServerOptions {
   // --http-threads: the most HTTP request threads; 0: follow the machine
   // (DefaultHttpThreads, 32 per core, at least 128).
   int http_threads = 0;
+  // --max-series-points, --max-watch-streams: per-request limits (server/request_limits.h).
+  RequestLimits limits;
   // --workers: embedded worker threads, each with its own extractor; 0 leaves all work to
   // remote anisoscope-worker processes.
   int workers = 1;

@@ -411,7 +411,8 @@ TEST_F(HttpServerTest, AnUnchangedAnswerIs304UntilAStepIsWritten) {
   httplib::Result empty = Get(poll);
   ASSERT_TRUE(empty);
   WriteRun("other", "p1", {1});
-  httplib::Result still = client_->Get(poll.c_str(), {{"If-None-Match", empty->get_header_value("ETag")}});
+  httplib::Result still =
+      client_->Get(poll.c_str(), {{"If-None-Match", empty->get_header_value("ETag")}});
   ASSERT_TRUE(still);
   EXPECT_EQ(still->status, 304);
 }
@@ -453,6 +454,7 @@ TEST(HttpServerCreateTest, BadOrBusyAddressesAreRefused) {
 }
 
 TEST(HttpRoutesTest, StatusCodesMapOneToOne) {
+  EXPECT_EQ(HttpStatusFor(absl::StatusCode::kResourceExhausted), 429);
   EXPECT_EQ(HttpStatusFor(absl::StatusCode::kInvalidArgument), 400);
   EXPECT_EQ(HttpStatusFor(absl::StatusCode::kPermissionDenied), 403);
   EXPECT_EQ(HttpStatusFor(absl::StatusCode::kNotFound), 404);

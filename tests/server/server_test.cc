@@ -317,6 +317,63 @@ TEST_F(ServerTest, ClientCancellingWatchUnsubscribes) {
   EXPECT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
 }
 
+TEST_F(ServerTest, WatchStreamsPastTheLimitAreRefusedNamingIt) {
+  limits_.max_watch_streams = 1;
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1});
+  engine_->BlockOn("step_1");
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  pb::WatchJobRequest request;
+  request.set_id(job.id());
+  grpc::ClientContext first_context;
+  auto first = jobs_->WatchJob(&first_context, request);
+  pb::JobEvent event;
+  ASSERT_TRUE(first->Read(&event));  // the snapshot: the stream is open
+
+  grpc::ClientContext second_context;
+  auto second = jobs_->WatchJob(&second_context, request);
+  EXPECT_FALSE(second->Read(&event));
+  const grpc::Status refused = second->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("--max-watch-streams"), std::string::npos)
+      << refused.error_message();
+
+  engine_->Release();
+  while (first->Read(&event)) {
+  }
+  ASSERT_TRUE(first->Finish().ok());
+  // The first stream ended: its place is free again.
+  grpc::ClientContext third_context;
+  auto third = jobs_->WatchJob(&third_context, request);
+  ASSERT_TRUE(third->Read(&event));
+  EXPECT_EQ(event.kind(), pb::JobEvent::KIND_SNAPSHOT);
+}
+
+TEST_F(ServerTest, SeriesQueriesPastThePointLimitAreRefusedNamingIt) {
+  limits_.max_series_points = 2;
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1, 2, 3});
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  ASSERT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
+  grpc::ClientContext context;
+  pb::QuerySeriesRequest request;
+  request.set_run("r");
+  request.set_metric("qk_mean_cosine");
+  pb::QuerySeriesResponse response;
+  const grpc::Status status = queries_->QuerySeries(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("--max-series-points"), std::string::npos)
+      << status.error_message();
+  grpc::ClientContext narrow_context;
+  request.set_layer(0);
+  request.set_head(0);
+  request.set_from_step(2);
+  EXPECT_TRUE(queries_->QuerySeries(&narrow_context, request, &response).ok());
+  EXPECT_EQ(response.points_size(), 2);
+}
+
 TEST_F(ServerTest, PathsOutsideAllowedRootsArePermissionDenied) {
   StartServer();
   const fs::path inside = MakeCheckpoints("bert", {1});

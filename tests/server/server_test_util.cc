@@ -46,6 +46,7 @@ void ServerFixture::StartServer(int workers) {
   options.lease_timeout_seconds = lease_timeout_seconds_;
   options.max_attempts = max_attempts_;
   options.auth = auth_;
+  options.limits = limits_;
   auto server = AnisoscopeServer::Create(options, engine_->Factory());
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(server).value();

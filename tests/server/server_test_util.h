@@ -55,6 +55,8 @@ class ServerFixture : public ::testing::Test {
   int max_attempts_ = 3;
   // Set before StartServer: ServerOptions::auth ("" leaves the loopback default, none).
   std::string auth_;
+  // Set before StartServer: ServerOptions::limits.
+  RequestLimits limits_;
   std::unique_ptr<FakeEngine> engine_;
   std::unique_ptr<AnisoscopeServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
