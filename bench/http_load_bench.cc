@@ -26,8 +26,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "bench/child_process.h"
 #include "bench/http_pollers.h"
-#include "bench/server_process.h"
 #include "bench/synthetic_run.h"
 #include "storage/metrics_store.h"
 
@@ -100,11 +100,11 @@ int Main(int argc, char** argv) {
       Die(status.ToString());
     }
   }
-  auto server = ServerProcess::Start(server_binary,
-                                     {"--db", db, "--allow-root", dir.string(), "--workers", "0"},
-                                     (dir / "server.log").string());
+  std::string grpc_address;
+  auto server =
+      StartServer(server_binary, {"--db", db, "--allow-root", dir.string(), "--workers", "0"},
+                  (dir / "server.log").string(), &grpc_address, &options.address);
   if (!server.ok()) Die(server.status().ToString());
-  options.address = (*server)->http_address();
   std::printf(
       "server %s (pid %d), %d pollers, %.0f s each, a new step every %d ms; "
       "machine: %u cores\n",

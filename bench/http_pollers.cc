@@ -107,7 +107,20 @@ LoadReport Drive(const PollerOptions& options, const PathFor& path_for, int coun
     start(poller);
   }
   int running = count;
-  while (running > 0) {
+  // Pollers pausing before their next request, and when they ask again.
+  std::vector<std::pair<Clock::time_point, Poller*>> resting;
+  const auto pause = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(options.pause_ms));
+  while (running > 0 || !resting.empty()) {
+    const Clock::time_point now = Clock::now();
+    for (auto it = resting.begin(); it != resting.end();) {
+      if (it->first > now) {
+        ++it;
+        continue;
+      }
+      if (now < end) start(*it->second);
+      it = resting.erase(it);
+    }
     curl_multi_perform(multi, &running);
     int left = 0;
     while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
@@ -138,12 +151,17 @@ LoadReport Drive(const PollerOptions& options, const PathFor& path_for, int coun
         poller->etag = poller->answer_etag;
       }
       curl_multi_remove_handle(multi, poller->easy);
-      if (Clock::now() < end) {
+      if (Clock::now() >= end) continue;
+      if (options.pause_ms > 0) {
+        resting.emplace_back(Clock::now() + pause, poller);
+      } else {
         start(*poller);
         ++running;
       }
     }
-    if (running > 0) curl_multi_poll(multi, nullptr, 0, 100, nullptr);
+    if (running > 0 || !resting.empty()) {
+      curl_multi_poll(multi, nullptr, 0, options.pause_ms > 0 ? 5 : 100, nullptr);
+    }
   }
   for (Poller& poller : pollers) {
     curl_slist_free_all(poller.headers);

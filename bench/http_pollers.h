@@ -1,9 +1,9 @@
 // HTTP pollers for the load benchmarks: N concurrent clients, each asking the server for a
-// path again as soon as it is answered, for a while, like dashboards polling as fast as
-// they can. They run on libcurl's multi interface (a few client threads, each driving its
-// share of the pollers' connections through epoll), so that the client costs little of the
-// machine the server shares with it. Every request's latency is recorded; an error is a
-// failed request or a status other than 200 and 304.
+// path again as soon as it is answered (or after a pause), for a while, like dashboards.
+// They run on libcurl's multi interface (a few client threads, each driving its share of
+// the pollers' connections through epoll), so that the client costs little of the machine
+// the server shares with it. Every request's latency is recorded; an error is a failed
+// request or a status other than 200 and 304.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,8 @@ struct PollerOptions {
   int clients = 100;
   double seconds = 10;
   ClientKind kind = ClientKind::kBrowser;
+  // Pause between an answer and the poller's next request (0: ask again at once).
+  double pause_ms = 0;
   // Read the newest step out of each answer (inflating gzipped ones) for PathFor; off, the
   // bodies are counted only.
   bool read_steps = true;

@@ -139,8 +139,35 @@ def tiny_checkpoints(weights):
     return configs
 
 
+def upload_lies():
+    """CompleteWorkRequest fragments the fuzzer merges into a valid upload: a shape that lies,
+    a block too short, a fingerprint of another hash, a vector block of an unknown kind."""
+    metrics = lambda *fields: field(3, b"".join(fields))  # noqa: E731
+    block = lambda number, name, values: field(number, field(1, name) + field(  # noqa: E731
+        2, b"".join(struct.pack("<d", v) for v in values)))
+    return {
+        "more_layers": metrics(field(2, 3)),
+        "negative_heads": metrics(field(3, -2 & (1 << 64) - 1)),
+        "huge_head_dim": metrics(field(4, 1 << 30)),
+        "short_block": metrics(block(5, b"qk_mean_cosine", [0.5])),
+        "unknown_vector": metrics(block(7, b"z_mean", [1.0] * 16)),
+        "more_samples": metrics(field(12, 7)),
+        "fingerprint": field(6, b"md5:abc"),
+    }
+
+
 def main():
     out = sys.argv[1]
+    for name, data in upload_lies().items():
+        write(out, "complete_work_fuzzer", name, data)
+    for i, query in enumerate([
+            "run=seed0&metric=qk_mean_cosine&layer=3&head=0&from_step=0&to_step=40000",
+            "run=seed0&metric=attn_entropy&since_step=40000&max_points=10",
+            "run=r&kind=q_mean&layer=0&head=0&probeId=p1",
+            "run=r&layer=0&head=0&basis=union&step=100",
+            "dimension=64&namespace=team",
+            "run=r&limit=5", "id=1", "run=a%20b&metric=%E2%82%AC&layer=+1&head=1e3&x="]):
+        write(out, "query_params_fuzzer", f"query{i}", query)
     write(out, "safetensors_fuzzer", "mixed.safetensors", safetensors_seeds())
     zipped = torch_zip()
     write(out, "torch_zip_fuzzer", "torch_save.bin", zipped)

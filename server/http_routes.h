@@ -15,6 +15,7 @@
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "server/access_control.h"
 #include "server/job_runner.h"
+#include "server/query_params.h"
 #include "server/request_limits.h"
 #include "server/response_cache.h"
 #include "server/service_metrics.h"
@@ -38,12 +39,6 @@ int HttpStatusFor(absl::StatusCode code);
 // {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}
 std::string ErrorJson(const absl::Status& status);
 
-// Sets the fields of `message` from query parameters through the proto JSON mapping
-// (names snake_case or lowerCamelCase; values as in JSON, numbers given as text). An
-// empty value counts as absent. INVALID_ARGUMENT naming the parameter for an unknown name,
-// a repeated name or a bad value.
-absl::Status MessageFromParams(const std::multimap<std::string, std::string>& params,
-                               google::protobuf::Message* message);
 // The proto JSON mapping of `message` (lowerCamelCase, default values printed).
 std::string MessageToJson(const google::protobuf::Message& message);
 // MessageToJson of a QuerySeriesResponse, byte for byte, written directly (the library's

@@ -1,4 +1,4 @@
-#include "bench/server_process.h"
+#include "bench/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -19,11 +18,9 @@
 
 namespace anisoscope::bench {
 
-absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
-    const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> argv = {binary, "--listen", "127.0.0.1:0", "--http-listen",
-                                   "127.0.0.1:0"};
-  argv.insert(argv.end(), args.begin(), args.end());
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
+    std::vector<std::string> argv, const std::string& log_path,
+    const std::vector<std::string>& ready_prefixes) {
   int out[2];
   if (pipe(out) != 0) return absl::InternalError("pipe failed");
   const pid_t pid = fork();
@@ -36,21 +33,21 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     std::vector<char*> raw;
     for (std::string& arg : argv) raw.push_back(arg.data());
     raw.push_back(nullptr);
-    execv(binary.c_str(), raw.data());
+    execv(raw[0], raw.data());
     _exit(127);
   }
   close(out[1]);
-  std::unique_ptr<ServerProcess> server(new ServerProcess());
-  server->pid_ = pid;
+  std::unique_ptr<ChildProcess> child(new ChildProcess());
+  child->pid_ = pid;
   FILE* lines = fdopen(out[0], "r");
   char line[1024];
-  while ((server->grpc_address_.empty() || server->http_address_.empty()) &&
+  while (child->ready_.size() < ready_prefixes.size() &&
          fgets(line, sizeof(line), lines) != nullptr) {
-    absl::string_view text = absl::StripTrailingAsciiWhitespace(line);
-    if (absl::ConsumePrefix(&text, "listening on ")) server->grpc_address_ = std::string(text);
-    if (absl::ConsumePrefix(&text, "dashboard at http://")) {
-      absl::ConsumeSuffix(&text, "/");
-      server->http_address_ = std::string(text);
+    const absl::string_view text = absl::StripTrailingAsciiWhitespace(line);
+    for (const std::string& prefix : ready_prefixes) {
+      if (absl::StartsWith(text, prefix) && child->ready_.count(prefix) == 0) {
+        child->ready_[prefix] = std::string(text.substr(prefix.size()));
+      }
     }
   }
   // Keep reading (and dropping) its stdout so that it never blocks on a full pipe.
@@ -60,13 +57,13 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     }
     fclose(lines);
   }).detach();
-  if (server->grpc_address_.empty() || server->http_address_.empty()) {
-    return absl::UnavailableError(absl::StrCat(binary, " did not start; its log is ", log_path));
+  if (child->ready_.size() < ready_prefixes.size()) {
+    return absl::UnavailableError(absl::StrCat(argv[0], " did not start; its log is ", log_path));
   }
-  return server;
+  return child;
 }
 
-ServerProcess::~ServerProcess() {
+ChildProcess::~ChildProcess() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);
   for (int i = 0; i < 100; ++i) {
@@ -77,7 +74,12 @@ ServerProcess::~ServerProcess() {
   waitpid(pid_, nullptr, 0);
 }
 
-long ServerProcess::RssKib() const {
+std::string ChildProcess::After(const std::string& prefix) const {
+  const auto found = ready_.find(prefix);
+  return found == ready_.end() ? "" : found->second;
+}
+
+long ChildProcess::RssKib() const {
   std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
   std::string line;
   while (std::getline(status, line)) {
@@ -89,6 +91,21 @@ long ServerProcess::RssKib() const {
     }
   }
   return -1;
+}
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> StartServer(const std::string& binary,
+                                                          const std::vector<std::string>& args,
+                                                          const std::string& log_path,
+                                                          std::string* grpc, std::string* http) {
+  std::vector<std::string> argv = {binary, "--listen", "127.0.0.1:0", "--http-listen",
+                                   "127.0.0.1:0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> server =
+      ChildProcess::Start(argv, log_path, {"listening on ", "dashboard at http://"});
+  if (!server.ok()) return server.status();
+  *grpc = (*server)->After("listening on ");
+  *http = std::string(absl::StripSuffix((*server)->After("dashboard at http://"), "/"));
+  return server;
 }
 
 std::string BinaryBesideThisOne(const std::string& name) {
