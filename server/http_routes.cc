@@ -97,16 +97,16 @@ httplib::Server::Handler ApiHandler(
   return [context, freshness, core = std::move(core), path_field](const httplib::Request& req,
                                                                   httplib::Response& res) {
     res.set_header("Access-Control-Allow-Origin", "*");
-    Request request;
     std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
     const absl::StatusOr<Principal> caller = AuthorizeRequest(*context.access, req, &params);
     if (!caller.ok()) return WriteError(caller.status(), res);
-    absl::Status status = MessageFromParams(params, &request);
-    if (status.ok() && !path_field.empty()) {
-      status = MessageFromParams({{path_field, req.matches[1].str()}}, &request);
-    }
-    if (!status.ok()) return WriteError(status, res);
+    // The answer to the parameters as given: parsed into the request, then the core.
     const auto body = [&]() -> absl::StatusOr<std::string> {
+      Request request;
+      RETURN_IF_ERROR(MessageFromParams(params, &request));
+      if (!path_field.empty()) {
+        RETURN_IF_ERROR(MessageFromParams({{path_field, req.matches[1].str()}}, &request));
+      }
       ASSIGN_OR_RETURN(const Response response, core(caller->ns, request));
       return ResponseJson(response);
     };
@@ -114,8 +114,13 @@ httplib::Server::Handler ApiHandler(
     if (freshness == Freshness::kStore && context.cache != nullptr) {
       const absl::StatusOr<int64_t> version = context.store->DataVersion();
       if (!version.ok()) return WriteError(version.status(), res);
-      const std::string key =
-          absl::StrCat(req.matches[0].str(), "\n", caller->ns, "\n", request.SerializeAsString());
+      // Keyed by the parameters as given (length-prefixed, so no two sets share a key), so
+      // that a kept answer is sent without parsing them again.
+      std::string key = absl::StrCat(req.matches[0].str().size(), ":", req.matches[0].str(),
+                                     caller->ns.size(), ":", caller->ns);
+      for (const auto& [name, value] : params) {
+        absl::StrAppend(&key, name.size(), ":", name, value.size(), ":", value);
+      }
       answer = context.cache->GetOrCompute(key, *version, body);
     } else if (absl::StatusOr<std::string> json = body(); json.ok()) {
       answer = std::make_shared<const EncodedResponse>(EncodeResponse(std::move(json).value()));

@@ -28,7 +28,10 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
       : runner_(runner), id_(id), open_(open) {
     absl::Status status = caller.status();
     if (status.ok()) {
-      caller_counted_ = true;  // until OnDone, refused or not
+      {
+        absl::MutexLock lock(&mu_);
+        counted_ = true;  // until the call finishes, refused or not
+      }
       if (open_->fetch_add(1) >= max_open) {
         status = absl::ResourceExhaustedError(
             absl::StrCat("this server has ", max_open,
@@ -95,7 +98,6 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
 
   void OnDone() override {
     runner_->Unwatch(id_, this);
-    if (caller_counted_) open_->fetch_sub(1);
     delete this;
   }
 
@@ -104,6 +106,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
   void Pump() {
     const pb::JobEvent* next = nullptr;
     std::optional<grpc::Status> finish;
+    bool uncount = false;
     {
       absl::MutexLock lock(&mu_);
       if (writing_ || finished_) return;
@@ -113,8 +116,12 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
       } else if (ending_) {
         finished_ = true;
         finish = final_status_;
+        uncount = counted_;
+        counted_ = false;
       }
     }
+    // Before Finish: once the caller sees the end, its place is free for its next call.
+    if (uncount) open_->fetch_sub(1);
     if (next != nullptr) StartWrite(next);
     if (finish.has_value()) Finish(*finish);
   }
@@ -122,8 +129,8 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
   JobRunner* const runner_;
   const int64_t id_;
   std::atomic<int>* const open_;
-  bool caller_counted_ = false;  // counted in *open_
   absl::Mutex mu_;
+  bool counted_ ABSL_GUARDED_BY(mu_) = false;  // counted in *open_
   std::deque<pb::JobEvent> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;    // no more events will be queued

@@ -78,7 +78,15 @@ absl::StatusOr<RunInfo> SqliteMetricsStore::GetRun(const std::string& ns, const 
 
 absl::StatusOr<int64_t> SqliteMetricsStore::DataVersion() {
   absl::MutexLock lock(&version_mu_);
-  return version_db_->QueryInt64("PRAGMA data_version");
+  if (!version_statement_.has_value()) {
+    ASSIGN_OR_RETURN(version_statement_, version_db_->Prepare("PRAGMA data_version"));
+  }
+  absl::StatusOr<bool> row = version_statement_->Step();
+  const int64_t version = row.ok() && *row ? version_statement_->ColumnInt64(0) : 0;
+  version_statement_->Reset();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::InternalError("PRAGMA data_version returned no row");
+  return version;
 }
 
 absl::StatusOr<SeriesResult> SqliteMetricsStore::QuerySeries(const SeriesQuery& query) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -67,6 +68,7 @@ class SqliteMetricsStore : public MetricsStore {
   // every other connection, db_'s included.
   absl::Mutex version_mu_;
   std::unique_ptr<SqliteDb> version_db_ ABSL_GUARDED_BY(version_mu_);
+  std::optional<Statement> version_statement_ ABSL_GUARDED_BY(version_mu_);  // prepared once
 };
 
 }  // namespace anisoscope::storage
