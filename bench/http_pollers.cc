@@ -1,7 +1,6 @@
 #include "bench/http_pollers.h"
 
 #include <curl/curl.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "server/encoded_response.h"
 
 namespace anisoscope::bench {
 namespace {
@@ -47,24 +47,6 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* poller) {
     static_cast<Poller*>(poller)->gzipped = absl::StrContains(absl::AsciiStrToLower(line), "gzip");
   }
   return size * count;
-}
-
-std::string Gunzip(const std::string& gzip) {
-  z_stream stream{};
-  if (inflateInit2(&stream, 15 + 16) != Z_OK) return "";
-  std::string out;
-  char buffer[1 << 16];
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gzip.data()));
-  stream.avail_in = static_cast<uInt>(gzip.size());
-  int result = Z_OK;
-  while (result == Z_OK) {
-    stream.next_out = reinterpret_cast<Bytef*>(buffer);
-    stream.avail_out = sizeof(buffer);
-    result = inflate(&stream, Z_NO_FLUSH);
-    out.append(buffer, sizeof(buffer) - stream.avail_out);
-  }
-  inflateEnd(&stream);
-  return out;
 }
 
 // Drives `count` pollers on this thread until `end`, then lets the requests in flight end.
@@ -145,8 +127,9 @@ LoadReport Drive(const PollerOptions& options, const PathFor& path_for, int coun
       } else {
         report.body_bytes += static_cast<int64_t>(poller->body.size());
         if (options.read_steps) {
-          poller->newest = std::max(
-              poller->newest, NewestStepIn(poller->gzipped ? Gunzip(poller->body) : poller->body));
+          poller->newest =
+              std::max(poller->newest,
+                       NewestStepIn(poller->gzipped ? server::Gunzip(poller->body) : poller->body));
         }
         poller->etag = poller->answer_etag;
       }
@@ -172,6 +155,15 @@ LoadReport Drive(const PollerOptions& options, const PathFor& path_for, int coun
 }
 
 }  // namespace
+
+void LoadReport::Add(const LoadReport& part) {
+  requests += part.requests;
+  errors += part.errors;
+  not_modified += part.not_modified;
+  body_bytes += part.body_bytes;
+  latency_ms.insert(latency_ms.end(), part.latency_ms.begin(), part.latency_ms.end());
+  if (first_error.empty()) first_error = part.first_error;
+}
 
 double LoadReport::Percentile(double q) const {
   if (latency_ms.empty()) return 0;
@@ -210,13 +202,7 @@ LoadReport DrivePollers(const PollerOptions& options, const PathFor& path_for) {
     drivers.emplace_back([&, count] {
       LoadReport mine = Drive(options, path_for, count, end);
       std::lock_guard<std::mutex> lock(mu);
-      report.requests += mine.requests;
-      report.errors += mine.errors;
-      report.not_modified += mine.not_modified;
-      report.body_bytes += mine.body_bytes;
-      report.latency_ms.insert(report.latency_ms.end(), mine.latency_ms.begin(),
-                               mine.latency_ms.end());
-      if (report.first_error.empty()) report.first_error = mine.first_error;
+      report.Add(mine);
     });
   }
   for (std::thread& driver : drivers) driver.join();

@@ -45,7 +45,9 @@ struct LoadReport {
   std::vector<double> latency_ms;  // sorted
   std::string first_error;
 
-  double Percentile(double q) const;  // q in [0, 1]; 0 when there were no requests
+  // Adds `part`'s counts, latencies and (when none yet) first error.
+  void Add(const LoadReport& part);
+  double Percentile(double q) const;  // q in [0, 1] of sorted latencies; 0 when none
   double RequestsPerSecond() const { return seconds > 0 ? requests / seconds : 0; }
 };
 

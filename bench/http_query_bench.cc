@@ -1,6 +1,7 @@
 // http_query_bench: latency of the HTTP/JSON API for a full series query of a
 // 12-layer x 12-head x 28-step run (4032 points), against the direct MetricsStore query
-// measured in the same run (so the HTTP + JSON overhead reads as a ratio).
+// measured in the same run. The API answers repeated queries from its ResponseCache, so
+// the ratio is that of a kept answer sent over HTTP to a fresh store query.
 //
 //   build/bin/http_query_bench [--repeats N (default 50)]
 //

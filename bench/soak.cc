@@ -167,14 +167,6 @@ LoadReport QueryUntil(const std::shared_ptr<grpc::Channel>& channel, Clock::time
   return report;
 }
 
-void Merge(const LoadReport& part, LoadReport* all) {
-  all->requests += part.requests;
-  all->errors += part.errors;
-  all->not_modified += part.not_modified;
-  all->latency_ms.insert(all->latency_ms.end(), part.latency_ms.begin(), part.latency_ms.end());
-  if (all->first_error.empty()) all->first_error = part.first_error;
-}
-
 // Least-squares slope of (minute, MiB) samples.
 double SlopePerMinute(const std::vector<std::pair<double, double>>& samples) {
   if (samples.size() < 2) return 0;
@@ -269,7 +261,7 @@ int Main(int argc, char** argv) {
     clients.emplace_back([&, i] {
       const LoadReport mine = QueryUntil(channel, end, flags.grpc_pause_ms, i);
       std::lock_guard<std::mutex> lock(mu);
-      Merge(mine, &grpc_report);
+      grpc_report.Add(mine);
     });
   }
 
@@ -288,8 +280,8 @@ int Main(int argc, char** argv) {
   pollers.join();
   job_stream.join();
 
-  std::sort(http.latency_ms.begin(), http.latency_ms.end());
-  std::sort(grpc_report.latency_ms.begin(), grpc_report.latency_ms.end());
+  std::sort(grpc_report.latency_ms.begin(),
+            grpc_report.latency_ms.end());  // DrivePollers sorts its own
   const auto warm = std::find_if(rss.begin(), rss.end(), [&](const auto& sample) {
     return sample.first >= flags.minutes / 5;
   });

@@ -28,11 +28,11 @@ absl::string_view OpaqueTag(absl::string_view tag) {
 
 }  // namespace
 
-EncodedResponse EncodeResponse(std::string body) {
+EncodedResponse EncodeResponse(std::string body, bool with_gzip) {
   EncodedResponse encoded;
   const uint64_t hash = XXH3_64bits(body.data(), body.size());
   encoded.etag = absl::StrCat("W/\"", absl::Hex(hash, absl::kZeroPad16), "\"");
-  if (body.size() >= kMinGzipBytes) encoded.gzip = Gzip(body);
+  if (with_gzip && body.size() >= kMinGzipBytes) encoded.gzip = Gzip(body);
   encoded.body = std::move(body);
   return encoded;
 }
@@ -78,6 +78,24 @@ std::string Gzip(const std::string& text) {
   out.resize(stream.total_out);
   deflateEnd(&stream);
   return result == Z_STREAM_END ? out : "";
+}
+
+std::string Gunzip(const std::string& gzip) {
+  z_stream stream{};
+  if (inflateInit2(&stream, 15 + 16) != Z_OK) return "";
+  std::string out;
+  char buffer[1 << 16];
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gzip.data()));
+  stream.avail_in = static_cast<uInt>(gzip.size());
+  int result = Z_OK;
+  while (result == Z_OK) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof(buffer);
+    result = inflate(&stream, Z_NO_FLUSH);
+    out.append(buffer, sizeof(buffer) - stream.avail_out);
+  }
+  inflateEnd(&stream);
+  return out;
 }
 
 }  // namespace anisoscope::server

@@ -20,8 +20,9 @@ struct EncodedResponse {
 // Bodies shorter than this are sent as they are.
 inline constexpr size_t kMinGzipBytes = 1024;
 
-// The body with its ETag and, from kMinGzipBytes on, its gzip coding.
-EncodedResponse EncodeResponse(std::string body);
+// The body with its ETag and, from kMinGzipBytes on and `with_gzip`, its gzip coding (an
+// answer sent once passes whether its request accepts gzip; a kept one is gzipped once).
+EncodedResponse EncodeResponse(std::string body, bool with_gzip = true);
 
 // True when an If-None-Match header value names `etag` (weak comparison, so W/"x" and "x"
 // match) or is "*": the client's copy is current and the answer is 304 Not Modified.
@@ -34,5 +35,8 @@ bool AcceptsGzip(const std::string& accept_encoding);
 // `text` gzipped at the fastest level (JSON still shrinks five- to tenfold); empty when
 // zlib fails (the plain body is sent then).
 std::string Gzip(const std::string& text);
+// The inverse, for the clients of the API in tests and benchmarks: what a gzip stream
+// inflates to (as much as inflates when it is damaged).
+std::string Gunzip(const std::string& gzip);
 
 }  // namespace anisoscope::server

@@ -123,7 +123,8 @@ httplib::Server::Handler ApiHandler(
       }
       answer = context.cache->GetOrCompute(key, *version, body);
     } else if (absl::StatusOr<std::string> json = body(); json.ok()) {
-      answer = std::make_shared<const EncodedResponse>(EncodeResponse(std::move(json).value()));
+      answer = std::make_shared<const EncodedResponse>(EncodeResponse(
+          std::move(json).value(), AcceptsGzip(req.get_header_value("Accept-Encoding"))));
     } else {
       answer = json.status();
     }

@@ -29,7 +29,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
   }
   if (options.threads < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("HTTP threads must be >= 1 (0: follow the machine), got ", options.threads));
+        absl::StrCat("HTTP threads must be >= 0 (0: follow the machine), got ", options.threads));
   }
   std::string host = options.listen.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {

@@ -22,7 +22,8 @@
 
 namespace anisoscope::server {
 
-// What the pool is doing, read without a lock by request handlers and /metrics.
+// What the pool is doing, read without a lock: `waiting` by the request handlers (to close
+// connections), the rest by tests.
 struct PoolGauge {
   std::atomic<int> threads{0};
   std::atomic<int> busy{0};

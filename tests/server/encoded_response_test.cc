@@ -1,26 +1,11 @@
 #include "server/encoded_response.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <string>
 
 namespace anisoscope::server {
 namespace {
-
-std::string Gunzip(const std::string& gzip) {
-  z_stream stream{};
-  EXPECT_EQ(inflateInit2(&stream, 15 + 16), Z_OK);
-  std::string out(1 << 20, '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gzip.data()));
-  stream.avail_in = static_cast<uInt>(gzip.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(inflate(&stream, Z_FINISH), Z_STREAM_END);
-  out.resize(stream.total_out);
-  inflateEnd(&stream);
-  return out;
-}
 
 std::string SeriesLikeJson(int points) {
   std::string json = "{\"points\":[";
@@ -40,8 +25,9 @@ TEST(EncodedResponseTest, LargeBodiesAreGzippedAndInflateBackExactly) {
   EXPECT_EQ(Gunzip(encoded.gzip), body);
 }
 
-TEST(EncodedResponseTest, SmallBodiesAreLeftPlain) {
+TEST(EncodedResponseTest, SmallBodiesAndAnswersForClientsWithoutGzipAreLeftPlain) {
   EXPECT_TRUE(EncodeResponse("{\"runs\":[]}").gzip.empty());
+  EXPECT_TRUE(EncodeResponse(SeriesLikeJson(2000), /*with_gzip=*/false).gzip.empty());
 }
 
 TEST(EncodedResponseTest, TheTagFollowsTheBodyAndOnlyTheBody) {
