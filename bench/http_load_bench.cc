@@ -16,11 +16,11 @@
 // requests/s, p50/p99/max latency and the server's RSS; exits 1 on any error.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -71,24 +71,21 @@ int Main(int argc, char** argv) {
   PollerOptions options;
   int write_every_ms = 1000;
   std::string server_binary = BinaryBesideThisOne("anisoscope-server");
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) Die("flag " + flag + " wants a value");
-    const std::string value = argv[++i];
-    if (flag == "--clients") {
-      options.clients = std::max(1, std::atoi(value.c_str()));
-    } else if (flag == "--seconds") {
-      options.seconds = std::max(0.5, std::atof(value.c_str()));
-    } else if (flag == "--write-every-ms") {
-      write_every_ms = std::max(10, std::atoi(value.c_str()));
-    } else if (flag == "--server") {
-      server_binary = value;
-    } else {
-      Die("unknown flag " + flag +
-          "; usage: http_load_bench [--clients N] [--seconds S] [--write-every-ms MS] [--server "
-          "PATH]");
-    }
-  }
+  CLI::App app(
+      "http_load_bench: the HTTP API under concurrent pollers (README \"Serving under load\")");
+  app.add_option("--clients", options.clients, "concurrent pollers")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--seconds", options.seconds, "how long each pattern runs")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 1e6));
+  app.add_option("--write-every-ms", write_every_ms, "a new step is written this often")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 1000000));
+  app.add_option("--server", server_binary, "the anisoscope-server binary")
+      ->capture_default_str()
+      ->check(CLI::ExistingFile);
+  CLI11_PARSE(app, argc, argv);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / absl::StrCat("http_load_bench_", getpid());
   std::filesystem::create_directories(dir);

@@ -12,12 +12,12 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -66,13 +66,11 @@ Summary Time(int repeats, const std::function<void()>& call) {
 
 int Main(int argc, char** argv) {
   int repeats = 50;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) {
-      repeats = std::max(1, std::atoi(argv[++i]));
-    } else {
-      Die(std::string("unknown argument '") + argv[i] + "'; usage: http_query_bench [--repeats N]");
-    }
-  }
+  CLI::App app("http_query_bench: latency of a full series over the HTTP/JSON API");
+  app.add_option("--repeats", repeats, "GETs per configuration")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  CLI11_PARSE(app, argc, argv);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("http_query_bench_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -1,6 +1,6 @@
 // lease_bench: the hidden costs of leasing work to workers.
 //
-//   build/bin/lease_bench [--units N (default 300)] [--seconds-per-unit S (default: 0.5, then 0.2)]
+//   build/bin/lease_bench [--units N (default 300)] [--seconds-per-unit S... (default 0.5 0.2)]
 //
 // Starts the real server in process (SQLite in a temp dir, --workers 0) and runs worker
 // loops (worker/worker_loop.h, the code anisoscope-worker runs) on threads, each over its
@@ -14,10 +14,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -140,8 +140,8 @@ Result Run(const fs::path& dir, int workers, int units, double seconds) {
     worker::WorkerLoop::Options loop_options;
     loop_options.info.set_name("bench-" + std::to_string(i));
     loop_options.lease_wait = absl::Seconds(2);
-    loops.push_back(std::make_unique<worker::WorkerLoop>(loop_options, stubs.back().get(),
-                                                         &factory, policy->get()));
+    loops.push_back(std::make_unique<worker::WorkerLoop>(loop_options, stubs.back().get(), &factory,
+                                                         policy->get()));
   }
   std::vector<std::thread> threads;
   for (auto& loop : loops) threads.emplace_back([&loop] { loop->Run(); });
@@ -177,10 +177,15 @@ Result Run(const fs::path& dir, int workers, int units, double seconds) {
 int main(int argc, char** argv) {
   int units = 300;
   std::vector<double> fixed_times = {0.5, 0.2};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--units") == 0) units = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--seconds-per-unit") == 0) fixed_times = {std::atof(argv[i + 1])};
-  }
+  CLI::App app("lease_bench: the hidden costs of leasing work to workers");
+  app.add_option("--units", units, "units of the instant-engine job")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--seconds-per-unit", fixed_times,
+                 "the fixed engine's seconds per checkpoint, one throughput table each")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1000.0));
+  CLI11_PARSE(app, argc, argv);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("lease_bench_" + std::to_string(getpid()));
   spdlog::set_level(spdlog::level::warn);

@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -54,31 +55,38 @@ struct Flags {
   std::string fixture = BinaryBesideThisOne("../fixtures/bert_run");
 };
 
+// The flags (--help lists them), or exits.
 Flags ParseFlags(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) Die("flag " + flag + " wants a value");
-    const std::string value = argv[++i];
-    if (flag == "--minutes") {
-      flags.minutes = std::max(0.1, std::atof(value.c_str()));
-    } else if (flag == "--pollers") {
-      flags.pollers = std::max(1, std::atoi(value.c_str()));
-    } else if (flag == "--poll-ms") {
-      flags.poll_ms = std::max(0.0, std::atof(value.c_str()));
-    } else if (flag == "--grpc-clients") {
-      flags.grpc_clients = std::max(0, std::atoi(value.c_str()));
-    } else if (flag == "--grpc-pause-ms") {
-      flags.grpc_pause_ms = std::max(0.0, std::atof(value.c_str()));
-    } else if (flag == "--workers") {
-      flags.workers = std::max(1, std::atoi(value.c_str()));
-    } else if (flag == "--rss-every") {
-      flags.rss_every = std::max(1.0, std::atof(value.c_str()));
-    } else if (flag == "--fixture") {
-      flags.fixture = value;
-    } else {
-      Die("unknown flag " + flag + " (see the comment at the top of bench/soak.cc)");
-    }
+  CLI::App app("soak: the whole service under a team's load for a while (README \"Soak\")");
+  app.add_option("--minutes", flags.minutes, "how long the load runs")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 1e6));
+  app.add_option("--pollers", flags.pollers, "HTTP pollers (the dashboard's since_step pattern)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--poll-ms", flags.poll_ms, "pause between a poller's requests")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--grpc-clients", flags.grpc_clients, "gRPC clients (series, runs, jobs)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--grpc-pause-ms", flags.grpc_pause_ms, "pause between a gRPC client's calls")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--workers", flags.workers, "anisoscope-worker processes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--rss-every", flags.rss_every, "seconds between samples of the server's RSS")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
+  app.add_option("--fixture", flags.fixture, "the run directory the jobs analyse")
+      ->capture_default_str()
+      ->check(CLI::ExistingDirectory);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error));
   }
   return flags;
 }

@@ -152,23 +152,28 @@ void ServeStatic(const fs::path& web_dir, const httplib::Request& req, httplib::
   res.set_content(content.str(), ContentTypeFor(*file));
 }
 
-// The Prometheus exposition: the counts of `metrics`, the runner's load, the store's stats.
-void ServeMetrics(AccessControl& access, const ServiceMetrics& metrics, const JobRunner& runner,
-                  storage::MetricsStore& store, const httplib::Request& req,
-                  httplib::Response& res) {
+// The Prometheus exposition: the counts of `metrics`, the runner's load, the store's stats
+// and the HTTP threads.
+void ServeMetrics(const RouteContext& context, const ServiceMetrics& metrics,
+                  const httplib::Request& req, httplib::Response& res) {
   Credentials credentials;
   credentials.authorization = req.get_header_value("Authorization");
-  const absl::StatusOr<Principal> caller = access.Authorize(credentials, Action::kRead);
+  const absl::StatusOr<Principal> caller = context.access->Authorize(credentials, Action::kRead);
   if (!caller.ok()) return WriteError(caller.status(), res);
-  const absl::StatusOr<storage::StoreStats> stats = store.Stats();
+  const absl::StatusOr<storage::StoreStats> stats = context.store->Stats();
   if (!stats.ok()) return WriteError(stats.status(), res);
-  const JobRunner::Load load = runner.CurrentLoad();
+  const JobRunner::Load load = context.runner->CurrentLoad();
   ServiceMetrics::Gauges gauges;
   gauges.jobs_by_state = stats->jobs_by_state;
   gauges.database_bytes = stats->database_bytes;
   gauges.queued_steps = load.queued_steps;
   gauges.active_leases = load.active_leases;
   gauges.workers = load.workers;
+  if (context.pool != nullptr) {
+    gauges.http_threads = context.pool->threads.load();
+    gauges.http_busy_threads = context.pool->busy.load();
+    gauges.http_waiting_connections = context.pool->waiting.load();
+  }
   res.set_content(metrics.Exposition(gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -372,9 +377,6 @@ std::vector<ApiRoute> ApiRoutes(const RouteContext& context) {
 
 void InstallRoutes(httplib::Server* server, const RouteContext& context, ServiceMetrics* metrics,
                    const fs::path& web_dir) {
-  storage::MetricsStore* const store = context.store;
-  JobRunner* const runner = context.runner;
-  AccessControl* const access = context.access;
   for (ApiRoute& route : ApiRoutes(context)) {
     server->Get(RoutePattern(route.path),
                 metrics == nullptr
@@ -383,7 +385,7 @@ void InstallRoutes(httplib::Server* server, const RouteContext& context, Service
   }
   if (metrics != nullptr) {
     server->Get(kMetricsPath, [=](const httplib::Request& req, httplib::Response& res) {
-      ServeMetrics(*access, *metrics, *runner, *store, req, res);
+      ServeMetrics(context, *metrics, req, res);
     });
   }
   server->Get(R"(/api(/.*)?)", [](const httplib::Request& req, httplib::Response& res) {

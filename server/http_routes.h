@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "server/access_control.h"
+#include "server/http_thread_pool.h"
 #include "server/job_runner.h"
 #include "server/query_params.h"
 #include "server/request_limits.h"
@@ -62,6 +63,7 @@ struct RouteContext {
   AccessControl* access = nullptr;
   ResponseCache* cache = nullptr;
   RequestLimits limits;
+  const PoolGauge* pool = nullptr;  // the HTTP threads, for /metrics; may be null
 };
 
 // Where a route's answers come from: kStore, the store alone (kept in the ResponseCache

@@ -23,7 +23,7 @@
 namespace anisoscope::server {
 
 // What the pool is doing, read without a lock: `waiting` by the request handlers (to close
-// connections), the rest by tests.
+// connections), all three by /metrics.
 struct PoolGauge {
   std::atomic<int> threads{0};
   std::atomic<int> busy{0};

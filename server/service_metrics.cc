@@ -124,6 +124,14 @@ std::string ServiceMetrics::Exposition(const Gauges& gauges) const {
               &out);
   AppendGauge("anisoscope_database_bytes", "Size of the SQLite database (pages in use).",
               gauges.database_bytes, &out);
+  AppendGauge("anisoscope_http_threads", "HTTP request threads started (--http-threads caps them).",
+              gauges.http_threads, &out);
+  AppendGauge("anisoscope_http_busy_threads",
+              "HTTP request threads serving a connection (kept-alive idle ones included).",
+              gauges.http_busy_threads, &out);
+  AppendGauge("anisoscope_http_waiting_connections",
+              "HTTP connections accepted that wait for a request thread.",
+              gauges.http_waiting_connections, &out);
   absl::MutexLock lock(&mu_);
   AppendHeader("anisoscope_checkpoints_analysed_total", "counter",
                "Checkpoints analysed and stored since the server started.", &out);

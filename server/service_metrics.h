@@ -47,6 +47,11 @@ class ServiceMetrics {
     int64_t active_leases = 0;
     int64_t workers = 0;  // distinct workers holding a lease or waiting for one
     int64_t database_bytes = 0;
+    // The HTTP server's request threads (HttpThreadPool): started, serving a connection, and
+    // the connections accepted that wait for one.
+    int64_t http_threads = 0;
+    int64_t http_busy_threads = 0;
+    int64_t http_waiting_connections = 0;
   };
 
   ServiceMetrics();

@@ -98,6 +98,10 @@ class ObservabilityTest(unittest.TestCase):
         # The worker is long-polling for its next unit.
         self.assertEqual(sample(families, "anisoscope_workers"), 1)
         self.assertGreater(sample(families, "anisoscope_database_bytes"), 4096)
+        # This scrape's own connection holds a request thread.
+        self.assertGreaterEqual(sample(families, "anisoscope_http_threads"), 1)
+        self.assertGreaterEqual(sample(families, "anisoscope_http_busy_threads"), 1)
+        self.assertEqual(sample(families, "anisoscope_http_waiting_connections"), 0)
         labels = {"family": "bert", "device": "cpu"}
         self.assertEqual(families["anisoscope_checkpoints_analysed_total"]["type"], "counter")
         self.assertEqual(sample(families, "anisoscope_checkpoints_analysed_total", **labels),
