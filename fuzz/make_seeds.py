@@ -194,6 +194,18 @@ def main():
     for name in ["multiberts-seed_0-step_20k", "step_600", "checkpoint-200",
                  "stage1-step1000-tokens4B", "step_1M", "ckpt_042"]:
         write(out, "token_probe_fuzzer", name, name)
+    # Directory trees (step_discovery_fuzzer.cc: "d PATH", "f PATH<TAB>TEXT", "l PATH<TAB>DEST").
+    layouts = {
+        "named": "d multiberts-seed_0-step_20k\nd multiberts-seed_0-step_40k\nd notes\n"
+                 "f step_9\tnot a directory\nl step_60\tnotes\n",
+        "same_step": "d step_1k\nd step1000\nd ckpt_7\n",
+        "hf_cache": "d snapshots/0a1b2c\nd snapshots/3d4e5f\nf refs/main\t3d4e5f\n"
+                    "f refs/step1000\t0a1b2c\nf refs/step2000\t3d4e5f\n"
+                    "f refs/pr/step3000\tmissing\n",
+        "hf_cache_bad_ref": "d snapshots/aa\nf refs/step5\tnot-a-hash\n",
+    }
+    for name, layout in layouts.items():
+        write(out, "step_discovery_fuzzer", name, layout)
     write(out, "zip_archive_fuzzer", "torch_save.bin", torch_zip())
     write(out, "zip_archive_fuzzer", "zip64.bin", zip64())
 

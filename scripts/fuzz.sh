@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
 BUILD=build-fuzz
 TARGETS=(tokenizer_json_fuzzer tokenizer_encode_fuzzer sentencepiece_model_fuzzer
-         vocab_files_fuzzer token_probe_fuzzer zip_archive_fuzzer safetensors_fuzzer
+         vocab_files_fuzzer token_probe_fuzzer step_discovery_fuzzer zip_archive_fuzzer
+         safetensors_fuzzer
          torch_zip_fuzzer pickle_fuzzer model_config_fuzzer query_params_fuzzer
          complete_work_fuzzer)
 
