@@ -17,6 +17,9 @@ struct ExtractCallbacks {
   std::function<bool()> cancelled;
   // Called after each batch with (batches done, batches in all).
   std::function<void(int done, int total)> progress;
+  // Called once the weight files are hashed (CheckpointMetrics::fingerprint), before the
+  // first batch; `cancelled` is polled right after.
+  std::function<void(const std::string& fingerprint)> fingerprinted;
 };
 
 // The seam between the server and the engine (tests substitute fakes).

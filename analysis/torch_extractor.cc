@@ -195,6 +195,7 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
     checkpoint_bytes = checkpoint.size_bytes();
     ASSIGN_OR_RETURN(fingerprint, FingerprintFiles(checkpoint.weight_files()));
   }
+  if (callbacks.fingerprinted) callbacks.fingerprinted(fingerprint);
   const at::Device device = model->device();
 
   std::vector<int64_t> sample_lengths;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "analysis/checkpoint/fingerprint.h"
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
@@ -41,6 +42,13 @@ bool StillFollowing(const storage::JobRecord& record) {
   return true;
 }
 
+// Logs that job `job_id`'s `checkpoint` has the weights of an earlier step (duplicate_of).
+void WarnDuplicate(int64_t job_id, const storage::JobCheckpoint& checkpoint) {
+  spdlog::warn("job {} step {} has the same weights as step {} ({}){}", job_id, checkpoint.step,
+               checkpoint.duplicate_of, checkpoint.fingerprint,
+               checkpoint.state == StepState::kSkipped ? ": not stored (dedupe)" : "");
+}
+
 }  // namespace
 
 struct JobRunner::ActiveJob {
@@ -52,9 +60,10 @@ struct JobRunner::ActiveJob {
 struct JobRunner::LeaseEntry {
   StepKey key;
   bool local = false;
-  bool completing = false;  // Complete is storing the upload: the lease cannot end now
-  bool stored_checked = false;
-  std::string device;  // the worker's, from its lease request
+  bool completing = false;           // Complete is storing the upload: the lease cannot end now
+  bool stored_checked = false;       // the probe's heartbeat was checked (HasStep)
+  bool fingerprint_checked = false;  // the fingerprint's heartbeat was checked (dedupe)
+  std::string device;                // the worker's, from its lease request
   absl::Time deadline = absl::InfiniteFuture();
   int batches_done = 0;
 };
@@ -415,6 +424,26 @@ absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRe
       }
     }
   }
+  if (!request.fingerprint().empty() && !lease->fingerprint_checked && !lease->completing) {
+    lease->fingerprint_checked = true;
+    // One that is not a fingerprint is left to the upload's check, which names it.
+    if (job->record.spec.dedupe && analysis::IsFingerprint(request.fingerprint())) {
+      ASSIGN_OR_RETURN(const int64_t earlier,
+                       store_->EarlierStepWithFingerprint(job->record.spec.ns, job->record.spec.run,
+                                                          request.fingerprint(), checkpoint.step));
+      if (earlier >= 0) {
+        checkpoint.fingerprint = request.fingerprint();
+        checkpoint.duplicate_of = earlier;
+        checkpoint.state = StepState::kSkipped;
+        WarnDuplicate(lease->key.first, checkpoint);
+        Deliveries none;
+        EndLeaseLocked(request.lease_id(), StepState::kSkipped,
+                       storage::DedupeSkipReason(earlier, request.fingerprint()), &none);
+        response.set_verdict(pb::HeartbeatResponse::VERDICT_DUPLICATE);
+        return response;
+      }
+    }
+  }
   if (request.batches_total() > 0 && request.batches_done() != lease->batches_done) {
     lease->batches_done = request.batches_done();
     PublishStep(job, lease->key.second, pb::JobEvent::KIND_STEP_PROGRESS, request.batches_done(),
@@ -496,11 +525,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
       ActiveJob* job = active_.at(key.first).get();
       finished = stored->checkpoint;
       job->record.checkpoints[key.second] = finished;
-      if (finished.duplicate_of >= 0) {
-        spdlog::warn("job {} step {} has the same weights as step {} ({}){}", key.first,
-                     finished.step, finished.duplicate_of, finished.fingerprint,
-                     finished.state == StepState::kSkipped ? ": not stored (dedupe)" : "");
-      }
+      if (finished.duplicate_of >= 0) WarnDuplicate(key.first, finished);
       job->record.updated_at = stored->updated_at;
       leases_.erase(it);
       spdlog::info("job {} step {} {} in {:.2f} s by {}", key.first, finished.step,

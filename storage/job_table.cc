@@ -286,23 +286,6 @@ absl::StatusOr<std::string> UpdateCheckpointInDb(SqliteDb* db, int64_t job_id,
   return updated_at;
 }
 
-namespace {
-
-// The earliest stored step of `result`'s run before `result.step` whose weights have
-// `result.fingerprint`; -1 when none (or no fingerprint).
-absl::StatusOr<int64_t> EarlierStepWithFingerprint(SqliteDb* db, const StepResult& result) {
-  if (result.fingerprint.empty()) return -1;
-  ASSIGN_OR_RETURN(Statement select,
-                   db->Prepare("SELECT MIN(s.step) FROM steps s JOIN runs r ON r.id = s.run_id "
-                               "WHERE r.namespace = ? AND r.name = ? AND s.fingerprint = ? AND "
-                               "s.step < ?"));
-  RETURN_IF_ERROR(select.BindAll(result.ns, result.run, result.fingerprint, result.step));
-  ASSIGN_OR_RETURN(const bool row, select.Step());
-  return row && !select.ColumnIsNull(0) ? select.ColumnInt64(0) : int64_t{-1};
-}
-
-}  // namespace
-
 absl::StatusOr<FinishedLease> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                               const std::string& lease_id, JobCheckpoint checkpoint,
                                               const StepResult& result, StoreMode mode) {
@@ -317,11 +300,12 @@ absl::StatusOr<FinishedLease> FinishLeaseInDb(SqliteDb* db, int64_t job_id,
                                                       " is no longer current"));
   }
   checkpoint.fingerprint = result.fingerprint;
-  ASSIGN_OR_RETURN(checkpoint.duplicate_of, EarlierStepWithFingerprint(db, result));
+  ASSIGN_OR_RETURN(
+      checkpoint.duplicate_of,
+      EarlierStepWithFingerprintInDb(db, result.ns, result.run, result.fingerprint, result.step));
   if (mode.dedupe && checkpoint.duplicate_of >= 0) {
     checkpoint.state = StepState::kSkipped;
-    checkpoint.error = absl::StrCat("the same weights as step ", checkpoint.duplicate_of, " (",
-                                    result.fingerprint, "): not stored (dedupe)");
+    checkpoint.error = DedupeSkipReason(checkpoint.duplicate_of, result.fingerprint);
   } else {
     const absl::Status written = WriteStepInTransaction(db, result, mode.replace);
     if (absl::IsAlreadyExists(written)) {

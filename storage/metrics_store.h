@@ -40,6 +40,12 @@ class MetricsStore {
   // True when (ns, run, probe_id, step) is stored.
   virtual absl::StatusOr<bool> HasStep(const std::string& ns, const std::string& run,
                                        const std::string& probe_id, int64_t step) = 0;
+  // The earliest stored step of (ns, run) before `step` whose weight files have
+  // `fingerprint`; -1 when none (or `fingerprint` is empty).
+  virtual absl::StatusOr<int64_t> EarlierStepWithFingerprint(const std::string& ns,
+                                                             const std::string& run,
+                                                             const std::string& fingerprint,
+                                                             int64_t step) = 0;
   // Writes all of a step in one transaction (run and probe created on first use). An
   // already stored step is replaced when `replace`, else ALREADY_EXISTS; either way a
   // step is stored whole or not at all.

@@ -19,6 +19,12 @@ namespace anisoscope::storage {
 // True when (ns, run, probe_id, step) is stored.
 absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& ns, const std::string& run,
                                  const std::string& probe_id, int64_t step);
+// The earliest stored step of (ns, run) before `step` whose weights have `fingerprint`;
+// -1 when none (or `fingerprint` is empty).
+absl::StatusOr<int64_t> EarlierStepWithFingerprintInDb(SqliteDb* db, const std::string& ns,
+                                                       const std::string& run,
+                                                       const std::string& fingerprint,
+                                                       int64_t step);
 
 // Writes a whole step in one BEGIN IMMEDIATE transaction; on any error nothing changes.
 // INVALID_ARGUMENT for an empty run/probe/metric name or an architecture that differs

@@ -1,4 +1,5 @@
-// WriteStepToDb, WriteStepInTransaction and HasStepInDb (declared in storage/result_tables.h).
+// WriteStepToDb, WriteStepInTransaction, HasStepInDb and EarlierStepWithFingerprintInDb
+// (declared in storage/result_tables.h).
 #include <cmath>
 #include <string>
 
@@ -170,6 +171,20 @@ absl::StatusOr<bool> HasStepInDb(SqliteDb* db, const std::string& ns, const std:
                   "WHERE r.namespace = ? AND r.name = ? AND s.probe_id = ? AND s.step = ?"));
   RETURN_IF_ERROR(select.BindAll(ns, run, probe_id, step));
   return select.Step();
+}
+
+absl::StatusOr<int64_t> EarlierStepWithFingerprintInDb(SqliteDb* db, const std::string& ns,
+                                                       const std::string& run,
+                                                       const std::string& fingerprint,
+                                                       int64_t step) {
+  if (fingerprint.empty()) return -1;
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT MIN(s.step) FROM steps s JOIN runs r ON r.id = s.run_id "
+                               "WHERE r.namespace = ? AND r.name = ? AND s.fingerprint = ? AND "
+                               "s.step < ?"));
+  RETURN_IF_ERROR(select.BindAll(ns, run, fingerprint, step));
+  ASSIGN_OR_RETURN(const bool row, select.Step());
+  return row && !select.ColumnIsNull(0) ? select.ColumnInt64(0) : int64_t{-1};
 }
 
 absl::Status WriteStepToDb(SqliteDb* db, const StepResult& result, bool replace) {

@@ -37,7 +37,8 @@ absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> SqliteMetricsStore::Create(
   auto damaged = [&](const absl::Status& status) {
     if (!absl::IsDataLoss(status)) return status;
     return absl::DataLossError(absl::StrCat("database ", options.path, " is damaged (",
-                                            status.message(), "); restore it from a backup "
+                                            status.message(),
+                                            "); restore it from a backup "
                                             "(anisoscope-server backup writes them)"));
   };
   absl::StatusOr<std::unique_ptr<SqliteDb>> opened =
@@ -59,6 +60,12 @@ absl::StatusOr<bool> SqliteMetricsStore::HasStep(const std::string& ns, const st
                                                  const std::string& probe_id, int64_t step) {
   absl::MutexLock lock(&mu_);
   return HasStepInDb(db_.get(), ns, run, probe_id, step);
+}
+
+absl::StatusOr<int64_t> SqliteMetricsStore::EarlierStepWithFingerprint(
+    const std::string& ns, const std::string& run, const std::string& fingerprint, int64_t step) {
+  absl::MutexLock lock(&mu_);
+  return EarlierStepWithFingerprintInDb(db_.get(), ns, run, fingerprint, step);
 }
 
 absl::Status SqliteMetricsStore::WriteStep(const StepResult& result, bool replace) {

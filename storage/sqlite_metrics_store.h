@@ -22,6 +22,9 @@ class SqliteMetricsStore : public MetricsStore {
 
   absl::StatusOr<bool> HasStep(const std::string& ns, const std::string& run,
                                const std::string& probe_id, int64_t step) override;
+  absl::StatusOr<int64_t> EarlierStepWithFingerprint(const std::string& ns, const std::string& run,
+                                                     const std::string& fingerprint,
+                                                     int64_t step) override;
   absl::Status WriteStep(const StepResult& result, bool replace) override;
 
   absl::StatusOr<std::vector<RunInfo>> ListRuns(const std::string& ns) override;

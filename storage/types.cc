@@ -1,5 +1,7 @@
 #include "storage/types.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace anisoscope::storage {
 namespace {
 
@@ -57,6 +59,11 @@ std::optional<StepState> ParseStepState(std::string_view name) {
     if (name == StepStateName(state)) return state;
   }
   return std::nullopt;
+}
+
+std::string DedupeSkipReason(int64_t duplicate_of, const std::string& fingerprint) {
+  return absl::StrCat("the same weights as step ", duplicate_of, " (", fingerprint,
+                      "): not stored (dedupe)");
 }
 
 }  // namespace anisoscope::storage

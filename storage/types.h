@@ -197,6 +197,10 @@ struct StoreMode {
   bool dedupe = false;
 };
 
+// A step skipped by dedupe: why, as its checkpoint's error says it ("the same weights as
+// step 100 (xxh3-128:…): not stored (dedupe)").
+std::string DedupeSkipReason(int64_t duplicate_of, const std::string& fingerprint);
+
 // The checkpoint as FinishLease stored it (its state, and fingerprint, duplicate_of and
 // error as the store found them) and the job's new updated_at.
 struct FinishedLease {

@@ -33,6 +33,15 @@ bool LeaseKeeper::ReportProbe(const std::string& probe_id) {
   return !ended();
 }
 
+bool LeaseKeeper::ReportFingerprint(const std::string& fingerprint) {
+  {
+    absl::MutexLock lock(&mu_);
+    fingerprint_ = fingerprint;
+  }
+  Beat();
+  return !ended();
+}
+
 void LeaseKeeper::SetProgress(int done, int total) {
   absl::MutexLock lock(&mu_);
   done_ = done;
@@ -86,6 +95,7 @@ void LeaseKeeper::BeatLocked() {
     absl::MutexLock lock(&mu_);
     if (ended_) return;
     request.set_probe_id(probe_id_);
+    request.set_fingerprint(fingerprint_);
     request.set_batches_done(done_);
     request.set_batches_total(total_);
     progress_unsent_ = false;
@@ -107,6 +117,9 @@ void LeaseKeeper::BeatLocked() {
   } else if (response->verdict() == pb::HeartbeatResponse::VERDICT_ALREADY_STORED) {
     ended_ = true;
     why_ = "the step is already stored for this probe (skipped)";
+  } else if (response->verdict() == pb::HeartbeatResponse::VERDICT_DUPLICATE) {
+    ended_ = true;
+    why_ = "an earlier stored step of the run has the same weights (skipped, dedupe)";
   }
 }
 

@@ -2,10 +2,10 @@
 //
 // A thread sends a heartbeat every heartbeat interval, and at once when the engine
 // finishes a batch, so the server publishes per-batch progress. The lease
-// has ended when the server says the job was cancelled or the step is already stored, or
-// that the lease is no longer current; the engine polls ended() between batches. While the
-// server is unreachable, heartbeats are retried (a restarted server honours the lease).
-// Thread-safe.
+// has ended when the server says the job was cancelled, the step is already stored or
+// (dedupe) its weights are an earlier stored step's, or that the lease is no longer current; the
+// engine polls ended() between batches. While the server is unreachable, heartbeats are retried (a
+// restarted server honours the lease). Thread-safe.
 #pragma once
 
 #include <string>
@@ -31,6 +31,9 @@ class LeaseKeeper {
   // Tells the server the probe's id at once (it may skip a stored step); false when the
   // lease has ended.
   bool ReportProbe(const std::string& probe_id);
+  // Tells the server the weight files' fingerprint at once (with the job's dedupe it may
+  // skip the step); false when the lease has ended.
+  bool ReportFingerprint(const std::string& fingerprint);
   // Wakes the heartbeat thread to send the progress (the engine never waits for it;
   // batches done faster than a round trip go out together).
   void SetProgress(int done, int total);
@@ -53,6 +56,7 @@ class LeaseKeeper {
 
   mutable absl::Mutex mu_;
   std::string probe_id_ ABSL_GUARDED_BY(mu_);
+  std::string fingerprint_ ABSL_GUARDED_BY(mu_);
   int done_ ABSL_GUARDED_BY(mu_) = 0;
   int total_ ABSL_GUARDED_BY(mu_) = 0;
   bool progress_unsent_ ABSL_GUARDED_BY(mu_) = false;

@@ -67,6 +67,9 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
   analysis::ExtractCallbacks callbacks;
   callbacks.cancelled = [this, keeper] { return keeper->ended() || client_->stopped(); };
   callbacks.progress = [keeper](int done, int total) { keeper->SetProgress(done, total); };
+  callbacks.fingerprinted = [keeper](const std::string& fingerprint) {
+    keeper->ReportFingerprint(fingerprint);
+  };
   absl::StatusOr<analysis::CheckpointMetrics> metrics = extractor->Extract(dir, probe, callbacks);
   if (!metrics.ok()) {
     if (absl::IsCancelled(metrics.status()) && !keeper->ended() && !client_->stopped()) {

@@ -157,6 +157,12 @@ absl::StatusOr<analysis::Probe> FakeExtractor::BuildProbe(const fs::path& checkp
   return probe;
 }
 
+std::string FakeFingerprintOf(const fs::path& checkpoint_dir) {
+  std::string fingerprint;
+  std::ifstream(checkpoint_dir / "fingerprint") >> fingerprint;
+  return fingerprint;
+}
+
 absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
     const fs::path& checkpoint_dir, const analysis::Probe& /*probe*/,
     const analysis::ExtractCallbacks& callbacks) {
@@ -176,6 +182,8 @@ absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
         absl::StrCat("checkpoint '", (checkpoint_dir / "model.safetensors").string(),
                      "': tensor 'bert.embeddings.word_embeddings.weight' is truncated"));
   }
+  const std::string fingerprint = FakeFingerprintOf(checkpoint_dir);
+  if (!fingerprint.empty() && callbacks.fingerprinted) callbacks.fingerprinted(fingerprint);
   for (int batch = 0; batch < FakeEngine::kBatches; ++batch) {
     while (true) {
       if (callbacks.cancelled && callbacks.cancelled()) {
@@ -195,7 +203,9 @@ absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
     absl::MutexLock lock(&engine_->mu_);
     engine_->extracted_.push_back(name);
   }
-  return FakeMetricsFor(checkpoint_dir);
+  analysis::CheckpointMetrics metrics = FakeMetricsFor(checkpoint_dir);
+  metrics.fingerprint = fingerprint;
+  return metrics;
 }
 
 }  // namespace anisoscope::server::testing

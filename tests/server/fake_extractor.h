@@ -23,6 +23,9 @@ analysis::CheckpointMetrics FakeMetricsFor(const std::filesystem::path& checkpoi
 // The probe id the fake gives a probe file: its token ids' id (ComputeProbeId) for a token
 // file, else "p" + 16 hex digits of its bytes.
 std::string FakeProbeId(const std::filesystem::path& probe_file);
+// The fake's fingerprint of a checkpoint: the first word of its file "fingerprint" (write
+// "xxh3-128:" and 32 hex digits to two directories to make them duplicates); "" without one.
+std::string FakeFingerprintOf(const std::filesystem::path& checkpoint_dir);
 
 class FakeEngine {
  public:

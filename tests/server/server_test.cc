@@ -235,6 +235,33 @@ TEST_F(ServerTest, ResubmitSkipsStoredStepsAndForceRecomputes) {
   EXPECT_EQ(engine_->Extracted().size(), 6u);
 }
 
+TEST_F(ServerTest, DedupeSkipsAStepWithAnEarlierStepsWeightsBeforeItsBatches) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1});
+  const std::string same = "xxh3-128:" + std::string(32, 'a');
+  std::ofstream(dir / "step_1" / "fingerprint") << same;
+  pb::Job job;
+  ASSERT_TRUE(Submit(DirRequest("r", dir), &job).ok());
+  ASSERT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
+
+  MakeCheckpoints("bert", {2, 3});
+  std::ofstream(dir / "step_2" / "fingerprint") << same;
+  pb::SubmitJobRequest request = DirRequest("r", dir);
+  request.set_dedupe(true);
+  ASSERT_TRUE(Submit(request, &job).ok());
+  const pb::Job deduplicated = WaitFinal(job.id());
+  EXPECT_EQ(deduplicated.state(), pb::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(deduplicated.checkpoints(0).state(), pb::STEP_STATE_SKIPPED);  // stored
+  const pb::CheckpointStatus& twin = deduplicated.checkpoints(1);
+  EXPECT_EQ(twin.state(), pb::STEP_STATE_SKIPPED);
+  EXPECT_EQ(twin.duplicate_of(), 1);
+  EXPECT_EQ(twin.fingerprint(), same);
+  EXPECT_EQ(twin.error(), "the same weights as step 1 (" + same + "): not stored (dedupe)");
+  EXPECT_EQ(deduplicated.checkpoints(2).state(), pb::STEP_STATE_DONE);
+  // step_2 was skipped once hashed, before its batches.
+  EXPECT_THAT(engine_->Extracted(), ElementsAre("step_1", "step_3"));
+}
+
 TEST_F(ServerTest, ExplicitCheckpointListIsSortedByStep) {
   StartServer();
   const fs::path dir = MakeCheckpoints("bert", {5, 7});
