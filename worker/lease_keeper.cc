@@ -24,19 +24,16 @@ LeaseKeeper::~LeaseKeeper() {
   thread_.join();
 }
 
-bool LeaseKeeper::ReportProbe(const std::string& probe_id) {
-  {
-    absl::MutexLock lock(&mu_);
-    probe_id_ = probe_id;
-  }
-  Beat();
-  return !ended();
-}
+bool LeaseKeeper::ReportProbe(const std::string& probe_id) { return Report(&probe_id_, probe_id); }
 
 bool LeaseKeeper::ReportFingerprint(const std::string& fingerprint) {
+  return Report(&fingerprint_, fingerprint);
+}
+
+bool LeaseKeeper::Report(std::string* field, const std::string& value) {
   {
     absl::MutexLock lock(&mu_);
-    fingerprint_ = fingerprint;
+    *field = value;
   }
   Beat();
   return !ended();

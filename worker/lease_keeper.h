@@ -45,6 +45,8 @@ class LeaseKeeper {
   std::string why() const;
 
  private:
+  // Sets `field` (probe_id_ or fingerprint_) under mu_ and sends a heartbeat at once.
+  bool Report(std::string* field, const std::string& value);
   void Loop();
   // Sends one heartbeat with the current progress and takes in the verdict.
   void Beat();
