@@ -18,7 +18,7 @@ struct ExtractCallbacks {
   // Called after each batch with (batches done, batches in all).
   std::function<void(int done, int total)> progress;
   // Called once the weight files are hashed (CheckpointMetrics::fingerprint), before the
-  // first batch; `cancelled` is polled right after.
+  // model is built; `cancelled` is polled right after.
   std::function<void(const std::string& fingerprint)> fingerprinted;
 };
 

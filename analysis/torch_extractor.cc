@@ -187,15 +187,22 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   std::unique_ptr<TransformerModel> model;
   uint64_t checkpoint_bytes = 0;
   std::string fingerprint;
+  const auto cancelled = [&] { return callbacks.cancelled && callbacks.cancelled(); };
+  const auto cancelled_error = [&] {
+    return absl::CancelledError(
+        absl::StrCat("checkpoint ", checkpoint_dir.string(), ": extraction cancelled"));
+  };
   {
     // The checkpoint's own tensors are released once the model holds its copies or views.
     ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(checkpoint_dir));
+    // Hashed before the model is built: a duplicate the caller skips costs no more.
+    ASSIGN_OR_RETURN(fingerprint, FingerprintFiles(checkpoint.weight_files()));
+    if (callbacks.fingerprinted) callbacks.fingerprinted(fingerprint);
+    if (cancelled()) return cancelled_error();
     ASSIGN_OR_RETURN(model, CreateModel(checkpoint, {options_.device, options_.dtype}));
     RETURN_IF_ERROR(ValidateProbe(probe, model->shape(), checkpoint.config_path()));
     checkpoint_bytes = checkpoint.size_bytes();
-    ASSIGN_OR_RETURN(fingerprint, FingerprintFiles(checkpoint.weight_files()));
   }
-  if (callbacks.fingerprinted) callbacks.fingerprinted(fingerprint);
   const at::Device device = model->device();
 
   std::vector<int64_t> sample_lengths;
@@ -208,10 +215,7 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
                                                  BatchBudgetBytes(device, checkpoint_bytes));
   const int total = static_cast<int>(batches.size());
   for (int index = 0; index < total; ++index) {
-    if (callbacks.cancelled && callbacks.cancelled()) {
-      return absl::CancelledError(
-          absl::StrCat("checkpoint ", checkpoint_dir.string(), ": extraction cancelled"));
-    }
+    if (cancelled()) return cancelled_error();
     const BatchTensors batch = MakeBatchTensors(probe, batches[index], device);
     observer.BeginBatch(batch.valid, batch.valid_count, batches[index].samples);
     model->Forward(batch.ids, batch.valid, observer);

@@ -83,7 +83,7 @@ TEST(ExtractorBatchingTest, BatchSizeDoesNotChangeResults) {
   }
 }
 
-TEST(ExtractorProgressTest, ReportsEveryBatchAndHonoursCancel) {
+TEST(ExtractorProgressTest, ReportsEveryBatchAndTheFingerprintAndHonoursCancel) {
   const fs::path checkpoint = FixtureDir() / "bin" / "step_0";
   ProbeSpec spec;
   spec.file = FixtureDir() / "probe.jsonl";
@@ -100,11 +100,29 @@ TEST(ExtractorProgressTest, ReportsEveryBatchAndHonoursCancel) {
   ASSERT_EQ(seen.size(), static_cast<size_t>(total));
   EXPECT_EQ(seen.back(), std::make_pair(total, total));
 
+  // Polled once the weights are hashed, then before each batch.
   int polls = 0;
+  int batches = 0;
   ExtractCallbacks cancel_after_one_batch;
-  cancel_after_one_batch.cancelled = [&] { return ++polls > 1; };
+  cancel_after_one_batch.cancelled = [&] { return ++polls > 2; };
+  cancel_after_one_batch.progress = [&](int, int) { ++batches; };
   auto cancelled = (*extractor)->Extract(checkpoint, *probe, cancel_after_one_batch);
   EXPECT_EQ(cancelled.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(batches, 1);
+
+  // The fingerprint comes before the model is built and any batch runs; a caller that
+  // cancels on it (dedupe) stops the extract there.
+  std::string reported;
+  ExtractCallbacks cancel_once_hashed;
+  cancel_once_hashed.fingerprinted = [&](const std::string& fingerprint) {
+    reported = fingerprint;
+  };
+  cancel_once_hashed.cancelled = [&] { return !reported.empty(); };
+  cancel_once_hashed.progress = [&](int, int) { ADD_FAILURE() << "a batch ran"; };
+  auto skipped = (*extractor)->Extract(checkpoint, *probe, cancel_once_hashed);
+  EXPECT_EQ(skipped.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(reported, metrics->fingerprint);
+  EXPECT_FALSE(reported.empty());
 }
 
 }  // namespace
