@@ -11,11 +11,15 @@ namespace {
 // Rows per chunk: bounds the [rows, d] scores held at once.
 constexpr int64_t kChunkRows = 4096;
 
-// Folds logsumexp over `scores`' rows into `log_z` (float64).
-void AddLogSumExp(const at::Tensor& scores, at::Tensor& log_z) {
-  const at::Tensor shift = scores.amax(0);
-  const at::Tensor chunk = (scores - shift).exp_().sum(0).log_().add_(shift);
-  log_z = at::logaddexp(log_z, chunk.to(at::kDouble));
+// Folds logsumexp over `scores`' rows, of the scores and of their negatives, into `log_z_plus`
+// and `log_z_minus` (float64): one pass for both shifts.
+void AddLogSumExps(const at::Tensor& scores, at::Tensor& log_z_plus, at::Tensor& log_z_minus) {
+  const auto [low, high] = at::aminmax(scores, 0);
+  const at::Tensor plus = (scores - high).exp_().sum(0).log_().add_(high);
+  // log Σ exp(−s) = log Σ exp(low − s) − low.
+  const at::Tensor minus = (low - scores).exp_().sum(0).log_().sub_(low);
+  log_z_plus = at::logaddexp(log_z_plus, plus.to(at::kDouble));
+  log_z_minus = at::logaddexp(log_z_minus, minus.to(at::kDouble));
 }
 
 }  // namespace
@@ -40,8 +44,7 @@ double EmbeddingPartitionIsotropy(const at::Tensor& embedding) {
   for (int64_t start = 0; start < rows; start += kChunkRows) {
     const at::Tensor scores = Linear(w.narrow(0, start, std::min(kChunkRows, rows - start)),
                                      {directions, at::Tensor()});  // [rows, d]: u_k · w_i
-    AddLogSumExp(scores, log_z_plus);
-    AddLogSumExp(scores.neg(), log_z_minus);
+    AddLogSumExps(scores, log_z_plus, log_z_minus);
   }
   const at::Tensor log_z = at::cat({log_z_plus, log_z_minus});  // log Z(±u_k)
   return at::exp(log_z.min() - log_z.max()).to(at::kCPU).item<double>();
