@@ -121,8 +121,8 @@ PerCheckpointSeconds TimePerCheckpointMetrics(const TransformerModel& model, int
   return seconds;
 }
 
-// The load, then the forward alone with the extractor's batching; the device is drained
-// before each clock stops.
+// The load, then the forward alone with the extractor's batching, then the per-checkpoint
+// metrics alone on the loaded model; the device is drained before each clock stops.
 BaselineSeconds TimeBaseline(const fs::path& dir, const Probe& probe,
                              const TorchExtractorOptions& options) {
   c10::InferenceMode guard;

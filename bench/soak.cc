@@ -288,8 +288,8 @@ int Main(int argc, char** argv) {
   pollers.join();
   job_stream.join();
 
-  std::sort(grpc_report.latency_ms.begin(),
-            grpc_report.latency_ms.end());  // DrivePollers sorts its own
+  // DrivePollers sorted the HTTP latencies; the gRPC clients' are merged unsorted.
+  std::sort(grpc_report.latency_ms.begin(), grpc_report.latency_ms.end());
   const auto warm = std::find_if(rss.begin(), rss.end(), [&](const auto& sample) {
     return sample.first >= flags.minutes / 5;
   });

@@ -434,6 +434,8 @@ absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRe
       if (earlier >= 0) {
         checkpoint.fingerprint = request.fingerprint();
         checkpoint.duplicate_of = earlier;
+        // Set here for the warning, which must come first: ending the lease may finish the
+        // job and free `checkpoint`.
         checkpoint.state = StepState::kSkipped;
         WarnDuplicate(lease->key.first, checkpoint);
         Deliveries none;
