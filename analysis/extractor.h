@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/metrics/checkpoint_metrics.h"
 #include "analysis/probe/probe.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
@@ -27,16 +28,20 @@ class Extractor {
  public:
   virtual ~Extractor() = default;
 
+  // Every file of both calls is opened through `files` (FileGate::Host() only for the
+  // process's own paths: benchmarks, tests).
+
   // Builds the probe for one checkpoint: reads token ids, or tokenizes text with the
   // checkpoint's vocab.txt; seq_len 0 becomes the model's maximum. Cheap; no weights read.
   virtual absl::StatusOr<Probe> BuildProbe(const std::filesystem::path& checkpoint_dir,
-                                           const ProbeSpec& spec) = 0;
+                                           const ProbeSpec& spec, const FileGate& files) = 0;
 
   // Loads the checkpoint, runs the probe, returns its metrics. Blocks. Errors name the
   // checkpoint file and field; LibTorch exceptions never escape.
   virtual absl::StatusOr<CheckpointMetrics> Extract(const std::filesystem::path& checkpoint_dir,
                                                     const Probe& probe,
-                                                    const ExtractCallbacks& callbacks) = 0;
+                                                    const ExtractCallbacks& callbacks,
+                                                    const FileGate& files) = 0;
 };
 
 struct TorchExtractorOptions {

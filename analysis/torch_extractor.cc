@@ -91,40 +91,43 @@ class TorchExtractor : public Extractor {
   explicit TorchExtractor(const TorchExtractorOptions& options) : options_(options) {}
 
   absl::StatusOr<Probe> BuildProbe(const std::filesystem::path& checkpoint_dir,
-                                   const ProbeSpec& spec) override;
+                                   const ProbeSpec& spec, const FileGate& files) override;
   absl::StatusOr<CheckpointMetrics> Extract(const std::filesystem::path& checkpoint_dir,
-                                            const Probe& probe,
-                                            const ExtractCallbacks& callbacks) override;
+                                            const Probe& probe, const ExtractCallbacks& callbacks,
+                                            const FileGate& files) override;
 
  private:
   // BuildProbe without the token samples.
   absl::StatusOr<Probe> BuildProbeSamples(const std::filesystem::path& checkpoint_dir,
-                                          const ProbeSpec& spec);
+                                          const ProbeSpec& spec, const FileGate& files);
   // Extract, with LibTorch's exceptions turned into statuses.
   absl::StatusOr<CheckpointMetrics> ExtractCatching(const std::filesystem::path& checkpoint_dir,
                                                     const Probe& probe,
-                                                    const ExtractCallbacks& callbacks);
+                                                    const ExtractCallbacks& callbacks,
+                                                    const FileGate& files);
   absl::StatusOr<CheckpointMetrics> ExtractUnguarded(const std::filesystem::path& checkpoint_dir,
                                                      const Probe& probe,
-                                                     const ExtractCallbacks& callbacks);
+                                                     const ExtractCallbacks& callbacks,
+                                                     const FileGate& files);
 
   TorchExtractorOptions options_;
 };
 
 absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& checkpoint_dir,
-                                                 const ProbeSpec& spec) {
+                                                 const ProbeSpec& spec, const FileGate& files) {
   if (spec.token_samples < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("token samples must be 0 (none) or positive, got ", spec.token_samples));
   }
-  ASSIGN_OR_RETURN(Probe probe, BuildProbeSamples(checkpoint_dir, spec));
+  ASSIGN_OR_RETURN(Probe probe, BuildProbeSamples(checkpoint_dir, spec, files));
   probe.token_samples = spec.token_samples;
   return probe;
 }
 
 absl::StatusOr<Probe> TorchExtractor::BuildProbeSamples(const std::filesystem::path& checkpoint_dir,
-                                                        const ProbeSpec& spec) {
-  ASSIGN_OR_RETURN(nlohmann::json config, ReadConfig(checkpoint_dir));
+                                                        const ProbeSpec& spec,
+                                                        const FileGate& files) {
+  ASSIGN_OR_RETURN(nlohmann::json config, ReadConfig(checkpoint_dir, files));
   const int64_t max_positions = MaxPositionsOf(config);
   int64_t seq_len = spec.seq_len;
   if (seq_len == 0) {
@@ -144,26 +147,28 @@ absl::StatusOr<Probe> TorchExtractor::BuildProbeSamples(const std::filesystem::p
     if (!spec.token_ids.empty()) {
       return TokenProbeFromIds(spec.token_ids, spec.file, spec.samples, seq_len);
     }
-    return ReadTokenProbe(spec.file, spec.samples, seq_len);
+    return ReadTokenProbe(spec.file, spec.samples, seq_len, files);
   }
-  ASSIGN_OR_RETURN(CheckpointTokenizer tokenizer, LoadCheckpointTokenizer(checkpoint_dir, config));
+  ASSIGN_OR_RETURN(CheckpointTokenizer tokenizer,
+                   LoadCheckpointTokenizer(checkpoint_dir, config, files));
   return BuildTextProbe(spec.file, *tokenizer.tokenizer, tokenizer.framing, spec.mode, spec.samples,
-                        seq_len);
+                        seq_len, files);
 }
 
 absl::StatusOr<CheckpointMetrics> TorchExtractor::Extract(
     const std::filesystem::path& checkpoint_dir, const Probe& probe,
-    const ExtractCallbacks& callbacks) {
-  absl::StatusOr<CheckpointMetrics> metrics = ExtractCatching(checkpoint_dir, probe, callbacks);
+    const ExtractCallbacks& callbacks, const FileGate& files) {
+  absl::StatusOr<CheckpointMetrics> metrics =
+      ExtractCatching(checkpoint_dir, probe, callbacks, files);
   ReleaseFreedHostMemory();  // the model and every activation are freed by now
   return metrics;
 }
 
 absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractCatching(
     const std::filesystem::path& checkpoint_dir, const Probe& probe,
-    const ExtractCallbacks& callbacks) {
+    const ExtractCallbacks& callbacks, const FileGate& files) {
   try {
-    return ExtractUnguarded(checkpoint_dir, probe, callbacks);
+    return ExtractUnguarded(checkpoint_dir, probe, callbacks, files);
   } catch (const c10::OutOfMemoryError& error) {
     // The device's trouble, not the checkpoint's: a worker may retry it (smaller batch, other
     // device).
@@ -181,7 +186,7 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractCatching(
 
 absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
     const std::filesystem::path& checkpoint_dir, const Probe& probe,
-    const ExtractCallbacks& callbacks) {
+    const ExtractCallbacks& callbacks, const FileGate& files) {
   const auto start = std::chrono::steady_clock::now();
   c10::InferenceMode inference_mode;
   std::unique_ptr<TransformerModel> model;
@@ -194,9 +199,9 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
   };
   {
     // The checkpoint's own tensors are released once the model holds its copies or views.
-    ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(checkpoint_dir));
+    ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(checkpoint_dir, files));
     // Hashed before the model is built: a duplicate the caller skips costs no more.
-    ASSIGN_OR_RETURN(fingerprint, FingerprintFiles(checkpoint.weight_files()));
+    ASSIGN_OR_RETURN(fingerprint, FingerprintFiles(checkpoint.weight_files(), files));
     if (callbacks.fingerprinted) callbacks.fingerprinted(fingerprint);
     if (cancelled()) return cancelled_error();
     ASSIGN_OR_RETURN(model, CreateModel(checkpoint, {options_.device, options_.dtype}));

@@ -131,7 +131,7 @@ BaselineSeconds TimeBaseline(const fs::path& dir, const Probe& probe,
   at::Tensor drain = at::zeros({1}, at::TensorOptions().device(target));
   drain.cpu();
   const auto load_start = std::chrono::steady_clock::now();
-  auto checkpoint = Checkpoint::Load(dir);
+  auto checkpoint = Checkpoint::Load(dir, anisoscope::FileGate::Host());
   if (!checkpoint.ok()) Fail(checkpoint.status());
   auto model = CreateModel(*checkpoint, {options.device, options.dtype});
   if (!model.ok()) Fail(model.status());
@@ -161,7 +161,7 @@ struct ReadFigures {
 ReadFigures TimeRead(const fs::path& dir) {
   c10::InferenceMode guard;
   const auto start = std::chrono::steady_clock::now();
-  auto checkpoint = Checkpoint::Load(dir);
+  auto checkpoint = Checkpoint::Load(dir, anisoscope::FileGate::Host());
   if (!checkpoint.ok()) Fail(checkpoint.status());
   double checksum = 0;
   for (const auto& [name, stored] : checkpoint->tensors()) {
@@ -208,7 +208,7 @@ void WriteMetricsJson(const CheckpointMetrics& metrics, const fs::path& file) {
 }
 
 CheckpointMetrics ExtractOnce(Extractor& extractor, const fs::path& dir, const Probe& probe) {
-  auto metrics = extractor.Extract(dir, probe, {});
+  auto metrics = extractor.Extract(dir, probe, {}, anisoscope::FileGate::Host());
   if (!metrics.ok()) Fail(metrics.status());
   return *metrics;
 }
@@ -216,7 +216,7 @@ CheckpointMetrics ExtractOnce(Extractor& extractor, const fs::path& dir, const P
 // Drops the weight files of `dir` from the page cache (their pages are clean: no root
 // needed), so that the next read comes from the disk.
 void EvictFromPageCache(const fs::path& dir) {
-  auto weights = FindWeightFiles(dir);
+  auto weights = FindWeightFiles(dir, anisoscope::FileGate::Host());
   if (!weights.ok()) Fail(weights.status());
   for (const fs::path& file : weights->files) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -238,7 +238,8 @@ double RunSeries(Extractor& extractor, const BenchOptions& options, const Probe&
   const auto start = std::chrono::steady_clock::now();
   double slowest = 0;
   for (size_t i = 0; i < options.series.size(); ++i) {
-    if (read_ahead && i + 1 < options.series.size()) prefetcher.Start(options.series[i + 1]);
+    if (read_ahead && i + 1 < options.series.size())
+      prefetcher.Start(options.series[i + 1], anisoscope::FileGate::Host());
     const auto one = std::chrono::steady_clock::now();
     ExtractOnce(extractor, options.series[i], probe);
     slowest = std::max(slowest, Seconds(one));
@@ -256,14 +257,14 @@ double RunSeries(Extractor& extractor, const BenchOptions& options, const Probe&
 // The checkpoint's fingerprint alone (the weight files hashed, as every extract does),
 // best of three from the page cache.
 ReadFigures TimeFingerprint(const fs::path& dir) {
-  auto checkpoint = Checkpoint::Load(dir);
+  auto checkpoint = Checkpoint::Load(dir, anisoscope::FileGate::Host());
   if (!checkpoint.ok()) Fail(checkpoint.status());
   ReadFigures figures;
   figures.bytes = checkpoint->size_bytes();
   figures.seconds = 1e30;
   for (int r = 0; r < 3; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    auto fingerprint = FingerprintFiles(checkpoint->weight_files());
+    auto fingerprint = FingerprintFiles(checkpoint->weight_files(), anisoscope::FileGate::Host());
     if (!fingerprint.ok()) Fail(fingerprint.status());
     figures.seconds = std::min(figures.seconds, Seconds(start));
   }
@@ -275,7 +276,7 @@ int Run(const BenchOptions& options) {
   if (!extractor.ok()) Fail(extractor.status());
   ProbeSpec spec;
   spec.file = options.probe;
-  auto probe = (*extractor)->BuildProbe(options.checkpoint, spec);
+  auto probe = (*extractor)->BuildProbe(options.checkpoint, spec, anisoscope::FileGate::Host());
   if (!probe.ok()) Fail(probe.status());
   const at::Device device(options.extractor.device);
   at::zeros({1}, at::TensorOptions().device(device)).cpu();  // sets up the device's allocator

@@ -48,8 +48,8 @@ class TimedExtractor : public analysis::Extractor {
  public:
   explicit TimedExtractor(double seconds) : seconds_(seconds) {}
 
-  absl::StatusOr<analysis::Probe> BuildProbe(const fs::path&,
-                                             const analysis::ProbeSpec& spec) override {
+  absl::StatusOr<analysis::Probe> BuildProbe(const fs::path&, const analysis::ProbeSpec& spec,
+                                             const FileGate&) override {
     analysis::Probe probe;
     probe.samples = spec.token_ids;
     probe.id = analysis::ComputeProbeId(probe.samples);
@@ -57,9 +57,9 @@ class TimedExtractor : public analysis::Extractor {
     return probe;
   }
 
-  absl::StatusOr<analysis::CheckpointMetrics> Extract(
-      const fs::path&, const analysis::Probe& probe,
-      const analysis::ExtractCallbacks& callbacks) override {
+  absl::StatusOr<analysis::CheckpointMetrics> Extract(const fs::path&, const analysis::Probe& probe,
+                                                      const analysis::ExtractCallbacks& callbacks,
+                                                      const FileGate&) override {
     for (int batch = 1; batch <= kBatches; ++batch) {
       if (seconds_ > 0) absl::SleepFor(absl::Seconds(seconds_ / kBatches));
       if (callbacks.progress) callbacks.progress(batch, kBatches);
@@ -120,8 +120,8 @@ Result Run(const fs::path& dir, int workers, int units, double seconds) {
         return nullptr;  // no embedded workers
       });
   if (!server.ok()) Die(std::string(server.status().message()));
-  auto policy = PathPolicy::Create({{dir.string()}});
-  if (!policy.ok()) Die(std::string(policy.status().message()));
+  auto files = FileGate::Beneath({dir.string()});
+  if (!files.ok()) Die(std::string(files.status().message()));
   const worker::ExtractorFactory factory =
       [seconds](const std::string&) -> absl::StatusOr<std::unique_ptr<analysis::Extractor>> {
     return std::make_unique<TimedExtractor>(seconds);
@@ -140,8 +140,8 @@ Result Run(const fs::path& dir, int workers, int units, double seconds) {
     worker::WorkerLoop::Options loop_options;
     loop_options.info.set_name("bench-" + std::to_string(i));
     loop_options.lease_wait = absl::Seconds(2);
-    loops.push_back(std::make_unique<worker::WorkerLoop>(loop_options, stubs.back().get(), &factory,
-                                                         policy->get()));
+    loops.push_back(
+        std::make_unique<worker::WorkerLoop>(loop_options, stubs.back().get(), &factory, &*files));
   }
   std::vector<std::thread> threads;
   for (auto& loop : loops) threads.emplace_back([&loop] { loop->Run(); });

@@ -1,7 +1,9 @@
 // The check of a worker's upload (server/step_upload.h): a CompleteWorkRequest as it comes
 // off the wire, alone and merged into a valid upload (so that the input lies about a real
 // upload's shape, blocks and values: repeated blocks are appended, scalars overwritten),
-// is refused with an error or accepted whole and consistent with the shape it declares.
+// is refused with an error or accepted whole, consistent with the shape it declares and
+// with no value non-finite where METRICS.md defines a number.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -47,7 +49,7 @@ const pb::CompleteWorkRequest& ValidUpload() {
     metrics.final_norm_gain.assign(8, 1.0);
     auto* valid = new pb::CompleteWorkRequest();
     valid->set_lease_id("lease");
-    valid->mutable_probe()->set_id("p0123456789abcdef");
+    valid->mutable_probe()->set_id("p0123456789abcdef0123456789abcdef");
     valid->mutable_probe()->set_num_samples(3);
     valid->mutable_probe()->set_num_tokens(21);
     *valid->mutable_metrics() = anisoscope::worker::ToUpload(metrics);
@@ -70,6 +72,19 @@ void Check(const pb::CompleteWorkRequest& upload) {
     if (vector.layer < -1 || vector.layer > step->num_layers || vector.head < -1 ||
         vector.head >= step->num_heads || vector.values.empty()) {
       std::abort();
+    }
+  }
+  // And finite, or NaN only where METRICS.md's definition can be 0/0.
+  const auto allowed = [](double value, const std::string& name) {
+    return std::isfinite(value) ||
+           (std::isnan(value) && anisoscope::analysis::MayBeUndefined(name));
+  };
+  for (const auto& scalar : step->scalars) {
+    if (!allowed(scalar.value, scalar.metric)) std::abort();
+  }
+  for (const auto& vector : step->vectors) {
+    for (const double value : vector.values) {
+      if (!allowed(value, vector.kind)) std::abort();
     }
   }
 }

@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const fs::path& dir = dirs[data[0] % dirs.size()];
   fuzz::WriteInput(fuzz::AsText(data + 1, size - 1), (dir.filename() / "config.json").string());
-  auto checkpoint = analysis::Checkpoint::Load(dir);
+  auto checkpoint = analysis::Checkpoint::Load(dir, anisoscope::FileGate::Host());
   if (!checkpoint.ok()) return 0;
   auto model = analysis::CreateModel(*checkpoint, analysis::ModelOptions());
   if (!model.ok()) return 0;

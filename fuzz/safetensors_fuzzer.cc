@@ -7,8 +7,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace anisoscope;
-  auto tensors = analysis::ReadSafetensors(
-      fuzz::WriteInput(fuzz::AsText(data, size), "model.safetensors"));
+  auto tensors =
+      analysis::ReadSafetensors(fuzz::WriteInput(fuzz::AsText(data, size), "model.safetensors"),
+                                anisoscope::FileGate::Host());
   if (tensors.ok()) {
     for (const auto& [name, tensor] : *tensors) (void)tensor.sum().item<double>();
   }

@@ -6,7 +6,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using anisoscope::analysis::BpeTokenizer;
   auto tokenizer = BpeTokenizer::FromSentencePieceModel(
-      anisoscope::fuzz::WriteInput(anisoscope::fuzz::AsText(data, size), "tokenizer.model"));
+      anisoscope::fuzz::WriteInput(anisoscope::fuzz::AsText(data, size), "tokenizer.model"),
+      anisoscope::FileGate::Host());
   if (tokenizer.ok()) (*tokenizer)->Encode("Hello world\n\t\u00e9\u4f60 <s>ab");
   return 0;
 }

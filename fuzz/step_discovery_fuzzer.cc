@@ -77,7 +77,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     MakeEntry(root, input.substr(0, end));
     input = end == std::string_view::npos ? std::string_view() : input.substr(end + 1);
   }
-  const auto steps = analysis::DiscoverSteps(root);
+  // Through a gate beneath the tree, as the server reads a caller's folder.
+  const absl::StatusOr<FileGate> gate = FileGate::Beneath({root.string()});
+  Check(gate.ok());
+  const auto steps = analysis::DiscoverSteps(root, *gate);
   if (!steps.ok()) return 0;
   Check(!steps->empty());
   const std::string inside = root.string() + "/";

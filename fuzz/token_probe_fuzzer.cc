@@ -6,7 +6,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace anisoscope;
   const std::string_view input = fuzz::AsText(data, size);
-  (void)analysis::ReadTokenProbe(fuzz::WriteInput(input, "probe.jsonl"), 128, 512);
+  (void)analysis::ReadTokenProbe(fuzz::WriteInput(input, "probe.jsonl"), 128, 512,
+                                 anisoscope::FileGate::Host());
   (void)analysis::ParseStep(input.substr(0, 256));
   return 0;
 }

@@ -19,9 +19,12 @@ std::vector<std::unique_ptr<BpeTokenizer>> LoadTokenizers() {
     if (!loaded.ok()) std::abort();
     tokenizers.push_back(*std::move(loaded));
   };
-  add(BpeTokenizer::FromTokenizerJson(dir / "qwen2_5" / "tokenizer.json"));
-  add(BpeTokenizer::FromTokenizerJson(dir / "mistral" / "tokenizer.json"));
-  add(BpeTokenizer::FromSentencePieceModel(dir / "llama" / "tokenizer.model"));
+  add(BpeTokenizer::FromTokenizerJson(dir / "qwen2_5" / "tokenizer.json",
+                                      anisoscope::FileGate::Host()));
+  add(BpeTokenizer::FromTokenizerJson(dir / "mistral" / "tokenizer.json",
+                                      anisoscope::FileGate::Host()));
+  add(BpeTokenizer::FromSentencePieceModel(dir / "llama" / "tokenizer.model",
+                                           anisoscope::FileGate::Host()));
   return tokenizers;
 }
 

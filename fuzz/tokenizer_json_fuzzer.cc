@@ -6,8 +6,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using anisoscope::analysis::BpeTokenizer;
   const std::string_view input = anisoscope::fuzz::AsText(data, size);
-  auto tokenizer =
-      BpeTokenizer::FromTokenizerJson(anisoscope::fuzz::WriteInput(input, "tokenizer.json"));
+  auto tokenizer = BpeTokenizer::FromTokenizerJson(
+      anisoscope::fuzz::WriteInput(input, "tokenizer.json"), anisoscope::FileGate::Host());
   if (tokenizer.ok()) {
     (*tokenizer)->Encode("Hello world, it's 2024!\n  \u00e9\u4f60\u597d <s> \xff");
     (*tokenizer)->Encode(input.substr(0, 256));

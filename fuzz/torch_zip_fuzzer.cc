@@ -9,7 +9,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace anisoscope;
   auto tensors = analysis::ReadTorchZipStateDict(
-      fuzz::WriteInput(fuzz::AsText(data, size), "pytorch_model.bin"));
+      fuzz::WriteInput(fuzz::AsText(data, size), "pytorch_model.bin"),
+      anisoscope::FileGate::Host());
   if (tensors.ok()) {
     for (const auto& [name, tensor] : *tensors) (void)tensor.sum().item<double>();
   }

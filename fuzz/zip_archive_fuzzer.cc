@@ -6,8 +6,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace anisoscope;
-  auto file = analysis::MappedFile::Open(
-      fuzz::WriteInput(fuzz::AsText(data, size), "pytorch_model.bin"));
+  auto file =
+      analysis::MappedFile::Open(fuzz::WriteInput(fuzz::AsText(data, size), "pytorch_model.bin"),
+                                 anisoscope::FileGate::Host());
   if (!file.ok()) return 0;
   auto archive = analysis::ZipArchive::Open(*file, "pytorch_model.bin");
   if (!archive.ok()) return 0;

@@ -88,13 +88,14 @@ absl::StatusOr<Principal> AccessControl::Authorize(const Credentials& credential
   if (!credentials.ns.empty()) RETURN_IF_ERROR(ValidateNamespace(credentials.ns));
   Principal principal;
   if (credentials.embedded) {
-    principal = {"embedded", Role::kWorker, ""};
+    principal = {"embedded", Role::kWorker, "", storage::kAnyNamespace};
   } else if (mode_ == AuthMode::kNone) {
-    principal = {"anonymous", Role::kAdmin, ""};
+    principal = {"anonymous", Role::kAdmin, "", storage::kAnyNamespace};
   } else if (!credentials.authorization.empty()) {
     ASSIGN_OR_RETURN(principal, FromToken(credentials.authorization));
   } else if (!credentials.client_cert.empty()) {
-    principal = {absl::StrCat("cert:", credentials.client_cert), Role::kWorker, ""};
+    principal = {absl::StrCat("cert:", credentials.client_cert), Role::kWorker, "",
+                 storage::kAnyNamespace};
   } else {
     return absl::UnauthenticatedError(
         "this server wants a bearer token: pass --token or set ANISOSCOPE_TOKEN (HTTP: the "
@@ -134,7 +135,17 @@ absl::StatusOr<Principal> AccessControl::FromToken(const std::string& authorizat
     return absl::DataLossError(absl::StrCat("token '", match->name, "' has an unknown role"));
   }
   NoteUse(match->id);
-  return Principal{match->name, *role, match->ns};
+  if (match->ns == storage::kAnyNamespace && *role != Role::kWorker) {
+    return absl::DataLossError(
+        absl::StrCat("token '", match->name, "' is not a worker token but has namespace '*'"));
+  }
+  if (match->ns == storage::kAnyNamespace) {
+    // A worker token of every namespace acts in the one the request names, like an admin's
+    // for the worker service (the only service its role may use).
+    return Principal{match->name, *role, "", storage::kAnyNamespace};
+  }
+  return Principal{match->name, *role, match->ns,
+                   *role == Role::kAdmin ? storage::kAnyNamespace : match->ns};
 }
 
 void AccessControl::NoteUse(int64_t token_id) {

@@ -2,7 +2,9 @@
 // (Principal) is resolved from its credentials: a bearer token (checked against the
 // stored SHA-256 hashes), a worker's TLS client certificate, or the embedded workers' key.
 // Every request acts in one namespace: the token's own, or, for admins and servers
-// without tokens, the one the request names.
+// without tokens, the one the request names. A worker token's namespace is the one whose
+// units it may lease, or '*' for every namespace (worker tokens made before scopes
+// existed are migrated to '*').
 //
 // Thread-safe. Authorize reads the active tokens from the store (a short SQLite read) and
 // records a token's use at most once a minute. `store` is not owned.
@@ -57,6 +59,10 @@ struct Principal {
   std::string name;  // the token's name, "cert:CN", "embedded" or "anonymous"
   Role role = Role::kReader;
   std::string ns;  // the namespace the request acts in
+  // Whose units a worker may lease: one namespace (a worker token made with --namespace NS),
+  // or storage::kAnyNamespace (a worker token made with --namespace '*', a client
+  // certificate, the embedded workers, admins, and every caller of a server without tokens).
+  std::string work_scope = storage::kAnyNamespace;
 };
 
 class AccessControl {

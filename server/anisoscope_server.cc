@@ -9,6 +9,7 @@
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "common/tls_files.h"
+#include "server/job_request.h"
 #include "server/query_timing.h"
 
 namespace anisoscope::server {
@@ -48,9 +49,9 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
                    ServerCredentialsFor(options));
   std::unique_ptr<AnisoscopeServer> server(new AnisoscopeServer());
 
-  absl::StatusOr<std::unique_ptr<PathPolicy>> policy = PathPolicy::Create({options.allow_roots});
-  if (!policy.ok()) return policy.status();
-  server->policy_ = std::move(policy).value();
+  absl::StatusOr<FileGate> files = FileGate::Beneath(options.allow_roots);
+  if (!files.ok()) return files.status();
+  server->files_ = std::make_unique<FileGate>(*std::move(files));
 
   storage::MetricsStore::Options store_options;
   store_options.path = options.db;
@@ -74,9 +75,16 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   JobRunner::Options runner_options;
   runner_options.lease_timeout = absl::Seconds(options.lease_timeout_seconds);
   runner_options.max_attempts = options.max_attempts;
+  runner_options.max_probe_tokens = options.limits.max_probe_tokens;
+  runner_options.max_leases_per_worker = options.max_leases_per_worker;
   runner_options.dtype = options.extractor.dtype;
   server->metrics_ = std::make_unique<ServiceMetrics>();
   runner_options.metrics = server->metrics_.get();
+  runner_options.namespace_roots = [store = server->store_.get(),
+                                    files = server->files_.get()](const std::string& ns) {
+    absl::StatusOr<FileGate> gate = GateForNamespace(*store, *files, ns);
+    return gate.ok() ? gate->roots() : std::vector<std::string>{};
+  };
   absl::StatusOr<std::unique_ptr<JobRunner>> runner =
       JobRunner::Create(runner_options, server->store_.get());
   if (!runner.ok()) return runner.status();
@@ -84,7 +92,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
 
   AccessControl* access = server->access_.get();
   server->job_service_ = std::make_unique<JobServiceImpl>(
-      server->runner_.get(), server->policy_.get(), server->store_.get(), access, options.limits);
+      server->runner_.get(), server->files_.get(), server->store_.get(), access, options.limits);
   server->query_service_ =
       std::make_unique<QueryServiceImpl>(server->store_.get(), access, options.limits);
   server->admin_service_ = std::make_unique<AdminServiceImpl>(server->store_.get(), access);
@@ -122,20 +130,24 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   channel_arguments.SetMaxSendMessageSize(kMaxMessageBytes);
   absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> embedded = EmbeddedWorkers::Start(
       options.workers, server->server_->InProcessChannel(channel_arguments),
-      std::move(extractor_factory), server->policy_.get(), options.extractor.device, embedded_key);
+      std::move(extractor_factory), server->files_.get(), options.extractor.device, embedded_key);
   if (!embedded.ok()) {
     server->Shutdown(absl::Seconds(1));
     return embedded.status();
   }
   server->embedded_ = std::move(embedded).value();
   server->follower_ = std::make_unique<CheckpointFollower>(
-      server->runner_.get(), server->store_.get(), server->policy_.get(),
+      server->runner_.get(), server->store_.get(), server->files_.get(),
       absl::Seconds(options.follow_interval_seconds));
   if (!options.http_listen.empty()) {
     HttpServer::Options http_options;
     http_options.listen = options.http_listen;
     http_options.web_dir = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
     http_options.threads = options.http_threads;
+    http_options.max_queued = options.http_max_queued;
+    http_options.read_timeout_seconds = options.http_read_timeout_seconds;
+    http_options.write_timeout_seconds = options.http_write_timeout_seconds;
+    http_options.cors_origins = options.cors_origins;
     http_options.limits = options.limits;
     http_options.tls_cert = options.tls_cert;
     http_options.tls_key = options.tls_key;

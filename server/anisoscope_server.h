@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/path_policy.h"
+#include "common/file_gate.h"
 #include "server/access_control.h"
 #include "server/admin_service.h"
 #include "server/checkpoint_follower.h"
@@ -63,7 +63,7 @@ class AnisoscopeServer {
   std::unique_ptr<storage::MetricsStore> store_;
   std::unique_ptr<ServiceMetrics> metrics_;
   std::unique_ptr<AccessControl> access_;
-  std::unique_ptr<PathPolicy> policy_;
+  std::unique_ptr<FileGate> files_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<QueryServiceImpl> query_service_;

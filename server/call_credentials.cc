@@ -2,6 +2,7 @@
 
 #include <grpcpp/security/auth_context.h>
 
+#include "server/bearer_token.h"
 #include "server/embedded_workers.h"
 
 namespace anisoscope::server {
@@ -20,8 +21,9 @@ Credentials CallCredentials(const grpc::ServerContextBase& context,
   Credentials credentials;
   credentials.authorization = Metadata(context, "authorization");
   credentials.ns = Metadata(context, kNamespaceMetadata);
+  // Compared in constant time (CRYPTO_memcmp), so that the key cannot be guessed byte by byte.
   credentials.embedded =
-      !embedded_key.empty() && Metadata(context, kEmbeddedWorkerKey) == embedded_key;
+      !embedded_key.empty() && DigestsEqual(Metadata(context, kEmbeddedWorkerKey), embedded_key);
   // Set only when the server verified the peer's certificate against --tls-client-ca.
   const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth != nullptr && auth->IsPeerAuthenticated()) {

@@ -8,10 +8,10 @@
 namespace anisoscope::server {
 
 CheckpointFollower::CheckpointFollower(JobRunner* runner, storage::MetricsStore* store,
-                                       const PathPolicy* server_policy, absl::Duration interval)
+                                       const FileGate* server_files, absl::Duration interval)
     : runner_(runner),
       store_(store),
-      server_policy_(server_policy),
+      server_files_(server_files),
       interval_(interval),
       thread_([this] { Loop(); }) {}
 
@@ -27,10 +27,9 @@ void CheckpointFollower::Loop() {
 }
 
 absl::Status CheckpointFollower::Follow(const JobRunner::FollowedJob& job) {
-  ASSIGN_OR_RETURN(const std::unique_ptr<PathPolicy> policy,
-                   PolicyForNamespace(*store_, *server_policy_, job.ns));
+  ASSIGN_OR_RETURN(const FileGate files, GateForNamespace(*store_, *server_files_, job.ns));
   ASSIGN_OR_RETURN(std::vector<storage::CheckpointSpec> found,
-                   NewWholeCheckpoints(job.dir, job.known_steps, job.until_step, *policy));
+                   NewWholeCheckpoints(job.dir, job.known_steps, job.until_step, files));
   if (found.empty()) return absl::OkStatus();
   return runner_->AddFollowedCheckpoints(job.id, std::move(found));
 }

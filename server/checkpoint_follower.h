@@ -5,7 +5,7 @@
 //
 // New steps are resolved with the job's namespace's roots, as at submit. Errors (a
 // directory that went away, a step outside the roots) are logged and retried; they never
-// end the job. Thread-safe; `runner`, `store` and `server_policy` are not owned and must
+// end the job. Thread-safe; `runner`, `store` and `server_files` are not owned and must
 // outlive the follower.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "common/path_policy.h"
+#include "common/file_gate.h"
 #include "server/job_runner.h"
 #include "storage/metrics_store.h"
 
@@ -23,8 +23,8 @@ namespace anisoscope::server {
 
 class CheckpointFollower {
  public:
-  CheckpointFollower(JobRunner* runner, storage::MetricsStore* store,
-                     const PathPolicy* server_policy, absl::Duration interval);
+  CheckpointFollower(JobRunner* runner, storage::MetricsStore* store, const FileGate* server_files,
+                     absl::Duration interval);
   ~CheckpointFollower();  // Stop.
 
   CheckpointFollower(const CheckpointFollower&) = delete;
@@ -42,7 +42,7 @@ class CheckpointFollower {
 
   JobRunner* runner_;
   storage::MetricsStore* store_;
-  const PathPolicy* server_policy_;
+  const FileGate* server_files_;
   absl::Duration interval_;
   absl::Notification stop_;
   std::thread thread_;

@@ -38,11 +38,11 @@ struct ConcatenatedMeans {
 };
 
 absl::Status AppendHeadMeans(storage::MetricsStore& store, const storage::SeriesQuery& query,
-                             int layer, int head, std::string* probe_id,
+                             int layer, int head, VectorBudget* budget, std::string* probe_id,
                              std::map<int64_t, ConcatenatedMeans>* by_step) {
   ASSIGN_OR_RETURN(const QkVectorSeries head_means,
                    ReadHeadQkVectors(store, query.ns, query.run, query.probe_id, "q_mean", "k_mean",
-                                     layer, head, query.from_step, query.to_step));
+                                     layer, head, budget, query.from_step, query.to_step));
   *probe_id = head_means.probe_id;
   for (const QkVectors& step : head_means.steps) {
     ConcatenatedMeans& means = (*by_step)[step.step];
@@ -80,15 +80,18 @@ absl::StatusOr<int64_t> SamplesPerStep(const std::vector<QkVectors>& steps, int 
 }  // namespace
 
 absl::StatusOr<storage::SeriesResult> PerBlockSeries(storage::MetricsStore& store,
-                                                     const storage::SeriesQuery& query) {
+                                                     const storage::SeriesQuery& query,
+                                                     const RequestLimits& limits) {
   ASSIGN_OR_RETURN(const storage::RunInfo run, store.GetRun(query.ns, query.run));
   storage::SeriesResult result;
   const int first = query.layer.value_or(0);
   const int last = query.layer.has_value() ? *query.layer : run.num_layers - 1;
   for (int layer = first; layer <= last; ++layer) {
     std::map<int64_t, ConcatenatedMeans> by_step;
+    VectorBudget budget(limits, absl::StrCat("the per-block series of layer ", layer));
     for (int head = 0; head < run.num_heads; ++head) {
-      RETURN_IF_ERROR(AppendHeadMeans(store, query, layer, head, &result.probe_id, &by_step));
+      RETURN_IF_ERROR(
+          AppendHeadMeans(store, query, layer, head, &budget, &result.probe_id, &by_step));
     }
     for (const auto& [step, means] : by_step) {
       if (means.heads != run.num_heads) continue;
@@ -100,8 +103,8 @@ absl::StatusOr<storage::SeriesResult> PerBlockSeries(storage::MetricsStore& stor
 }
 
 absl::StatusOr<pb::QueryTokenCloudResponse> QueryTokenCloud(
-    storage::MetricsStore& store, const std::string& ns,
-    const pb::QueryTokenCloudRequest& request) {
+    storage::MetricsStore& store, const std::string& ns, const pb::QueryTokenCloudRequest& request,
+    const RequestLimits& limits) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
   ASSIGN_OR_RETURN(const std::string basis, ParseBasis(request.basis()));
@@ -112,9 +115,10 @@ absl::StatusOr<pb::QueryTokenCloudResponse> QueryTokenCloud(
       "run '", request.run(), "' has no token samples (q_sample, k_sample) for layer ",
       request.layer(), " head ", request.head(),
       ": its jobs kept none (--token-samples 0) or ran before anisoscope stored them"));
+  VectorBudget budget(limits, "the token cloud query");
   absl::StatusOr<QkVectorSeries> read =
       ReadHeadQkVectors(store, ns, request.run(), request.probe_id(), "q_sample", "k_sample",
-                        request.layer(), request.head());
+                        request.layer(), request.head(), &budget);
   if (absl::IsInvalidArgument(read.status())) return none;  // the run has no such kind
   RETURN_IF_ERROR(read.status());
   const std::vector<QkVectors>& steps = read->steps;
@@ -161,8 +165,8 @@ absl::StatusOr<pb::QueryTokenCloudResponse> QueryTokenCloud(
 }
 
 absl::StatusOr<pb::QueryCorrelationResponse> QueryCorrelation(
-    storage::MetricsStore& store, const std::string& ns,
-    const pb::QueryCorrelationRequest& request) {
+    storage::MetricsStore& store, const std::string& ns, const pb::QueryCorrelationRequest& request,
+    const RequestLimits& limits) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   RETURN_IF_ERROR(ValidateStepRange(request.has_from_step(), request.from_step(),
                                     request.has_to_step(), request.to_step()));
@@ -172,12 +176,14 @@ absl::StatusOr<pb::QueryCorrelationResponse> QueryCorrelation(
   query.probe_id = request.probe_id();
   if (request.has_from_step()) query.from_step = request.from_step();
   if (request.has_to_step()) query.to_step = request.to_step();
+  query.limit = limits.max_series_points;
   // Per step, per hidden state: (x, y).
   std::map<int64_t, std::map<int, std::pair<std::optional<double>, std::optional<double>>>> values;
   pb::QueryCorrelationResponse response;
   for (const char* metric : {kNormMetric, kAnisotropyMetric}) {
     query.metric = metric;
     ASSIGN_OR_RETURN(const storage::SeriesResult series, store.QuerySeries(query));
+    if (series.more) return SeriesReadStopped(limits);
     response.set_probe_id(series.probe_id);
     for (const storage::SeriesPoint& point : series.points) {
       auto& pair = values[point.step][point.layer];

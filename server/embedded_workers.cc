@@ -6,7 +6,7 @@ namespace anisoscope::server {
 
 absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> EmbeddedWorkers::Start(
     int count, const std::shared_ptr<grpc::Channel>& channel, worker::ExtractorFactory factory,
-    const PathPolicy* policy, const std::string& device, const std::string& key) {
+    const FileGate* server_files, const std::string& device, const std::string& key) {
   std::unique_ptr<EmbeddedWorkers> workers(new EmbeddedWorkers());
   if (count == 0) return workers;
   // Fail at start, not at the first unit, when the engine cannot run here.
@@ -20,8 +20,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> EmbeddedWorkers::Start(
     options.info.set_name(absl::StrCat("embedded-", i));
     options.info.set_device(device);
     options.metadata = {{kEmbeddedWorkerKey, key}};
-    workers->loops_.push_back(std::make_unique<worker::WorkerLoop>(options, workers->stub_.get(),
-                                                                   &workers->factory_, policy));
+    workers->loops_.push_back(std::make_unique<worker::WorkerLoop>(
+        options, workers->stub_.get(), &workers->factory_, server_files));
   }
   for (auto& loop : workers->loops_) {
     workers->threads_.emplace_back([loop = loop.get()] { loop->Run(); });

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/path_policy.h"
+#include "common/file_gate.h"
 #include "worker/unit_runner.h"
 #include "worker/worker_loop.h"
 
@@ -24,13 +24,14 @@ inline constexpr char kEmbeddedWorkerKey[] = "x-anisoscope-embedded-worker";
 
 class EmbeddedWorkers {
  public:
-  // Starts `count` workers named embedded-1 … embedded-N reporting `device`. `policy` is
-  // not owned and outlives the workers. The factory's error when it cannot make an
+  // Starts `count` workers named embedded-1 … embedded-N reporting `device`. They open a
+  // unit's files beneath its namespace's roots within `server_files` (not owned; outlives
+  // the workers). The factory's error when it cannot make an
   // extractor (e.g. CUDA asked for and absent).
   // Every call carries kEmbeddedWorkerKey: `key`, so the server knows its own workers.
   static absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> Start(
       int count, const std::shared_ptr<grpc::Channel>& channel, worker::ExtractorFactory factory,
-      const PathPolicy* policy, const std::string& device, const std::string& key);
+      const FileGate* server_files, const std::string& device, const std::string& key);
   ~EmbeddedWorkers();  // Stop.
 
   // Interrupts the units in progress (their leases go back to pending) and joins. Blocks;

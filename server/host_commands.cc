@@ -158,11 +158,17 @@ int RunHostCommand(int argc, const char* const* argv, std::ostream& out, std::os
   create
       ->add_option("--role", request.role,
                    "reader: list and query; writer: also submit and cancel; worker: only the "
-                   "worker service; admin: everything, every namespace")
+                   "worker service, for the units of its --namespace; admin: everything, "
+                   "every namespace")
       ->required()
       ->check(CLI::IsMember(RoleNames()));
-  create->add_option("--namespace", request.ns, "the team or project it belongs to")
-      ->capture_default_str();
+  CLI::Option* create_ns =
+      create
+          ->add_option("--namespace", request.ns,
+                       "the team or project it belongs to. A worker token needs it said: the "
+                       "namespace whose units it may lease, or '*' for every namespace (worker "
+                       "tokens made before namespaced workers keep '*')")
+          ->capture_default_str();
   CLI::App* list = tokens->add_subcommand("list", "every token (never the tokens themselves)");
   add_db(list);
   CLI::App* revoke = tokens->add_subcommand("revoke", "revoke the active token of that name");
@@ -193,7 +199,14 @@ int RunHostCommand(int argc, const char* const* argv, std::ostream& out, std::os
     return app.exit(error, out, err) == 0 ? kExitOk : kExitUsage;
   }
   if (backup->parsed()) return Backup(request, out, err);
-  if (create->parsed() || set->parsed()) {
+  if (create->parsed() && request.role == RoleName(Role::kWorker) && create_ns->count() == 0) {
+    err << "anisoscope-server: a worker token needs --namespace: the namespace whose units it "
+           "may lease, or --namespace '*' for every namespace\n";
+    return kExitUsage;
+  }
+  const bool every_namespace = create->parsed() && request.ns == storage::kAnyNamespace &&
+                               request.role == RoleName(Role::kWorker);
+  if ((create->parsed() && !every_namespace) || set->parsed()) {
     if (absl::Status status = ValidateNamespace(request.ns); !status.ok()) return Fail(err, status);
   }
   absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store = OpenStore(request.db);

@@ -96,7 +96,6 @@ httplib::Server::Handler ApiHandler(
     const std::string& path_field = "") {
   return [context, freshness, core = std::move(core), path_field](const httplib::Request& req,
                                                                   httplib::Response& res) {
-    res.set_header("Access-Control-Allow-Origin", "*");
     std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
     const absl::StatusOr<Principal> caller = AuthorizeRequest(*context.access, req, &params);
     if (!caller.ok()) return WriteError(caller.status(), res);
@@ -173,6 +172,7 @@ void ServeMetrics(const RouteContext& context, const ServiceMetrics& metrics,
     gauges.http_threads = context.pool->threads.load();
     gauges.http_busy_threads = context.pool->busy.load();
     gauges.http_waiting_connections = context.pool->waiting.load();
+    gauges.http_refused_connections = context.pool->refused.load();
   }
   res.set_content(metrics.Exposition(gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -203,7 +203,11 @@ int HttpStatusFor(absl::StatusCode code) {
 }
 
 std::string ErrorJson(const absl::Status& status) {
-  return absl::StrCat("{\"error\":{\"code\":", HttpStatusFor(status.code()),
+  return ErrorJson(status, HttpStatusFor(status.code()));
+}
+
+std::string ErrorJson(const absl::Status& status, int http_status) {
+  return absl::StrCat("{\"error\":{\"code\":", http_status,
                       ",\"status\":", JsonQuote(absl::StatusCodeToString(status.code())),
                       ",\"message\":", JsonQuote(std::string(status.message())), "}}");
 }
@@ -332,26 +336,26 @@ std::vector<ApiRoute> ApiRoutes(const RouteContext& context) {
       {"/api/v1/vectors", "/api/v1/vectors?run=r&kind=q_mean",
        ApiHandler<QueryVectorsRequest, QueryVectorsResponse>(
            context, kStore,
-           [store](const string& ns, const QueryVectorsRequest& r) {
-             return queries::QueryVectors(*store, ns, r);
+           [store, limits = context.limits](const string& ns, const QueryVectorsRequest& r) {
+             return queries::QueryVectors(*store, ns, r, limits);
            })},
       {"/api/v1/trajectory", "/api/v1/trajectory?run=r",
        ApiHandler<QueryTrajectoryRequest, QueryTrajectoryResponse>(
            context, kStore,
-           [store](const string& ns, const QueryTrajectoryRequest& r) {
-             return queries::QueryTrajectory(*store, ns, r);
+           [store, limits = context.limits](const string& ns, const QueryTrajectoryRequest& r) {
+             return queries::QueryTrajectory(*store, ns, r, limits);
            })},
       {"/api/v1/token_cloud", "/api/v1/token_cloud?run=r&layer=0&head=0&basis=union",
        ApiHandler<QueryTokenCloudRequest, QueryTokenCloudResponse>(
            context, kStore,
-           [store](const string& ns, const QueryTokenCloudRequest& r) {
-             return queries::QueryTokenCloud(*store, ns, r);
+           [store, limits = context.limits](const string& ns, const QueryTokenCloudRequest& r) {
+             return queries::QueryTokenCloud(*store, ns, r, limits);
            })},
       {"/api/v1/correlation", "/api/v1/correlation?run=r",
        ApiHandler<QueryCorrelationRequest, QueryCorrelationResponse>(
            context, kStore,
-           [store](const string& ns, const QueryCorrelationRequest& r) {
-             return queries::QueryCorrelation(*store, ns, r);
+           [store, limits = context.limits](const string& ns, const QueryCorrelationRequest& r) {
+             return queries::QueryCorrelation(*store, ns, r, limits);
            })},
       {"/api/v1/isotropic_baseline", "/api/v1/isotropic_baseline?dimension=64",
        ApiHandler<QueryIsotropicBaselineRequest, QueryIsotropicBaselineResponse>(
@@ -389,7 +393,6 @@ void InstallRoutes(httplib::Server* server, const RouteContext& context, Service
     });
   }
   server->Get(R"(/api(/.*)?)", [](const httplib::Request& req, httplib::Response& res) {
-    res.set_header("Access-Control-Allow-Origin", "*");
     WriteError(absl::NotFoundError(absl::StrCat("no such endpoint: GET ", req.path)), res);
   });
   server->Get(R"(/.*)", [web_dir](const httplib::Request& req, httplib::Response& res) {

@@ -37,8 +37,10 @@ inline constexpr char kNamespaceParam[] = "namespace";
 // UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 409 FAILED_PRECONDITION, 429
 // RESOURCE_EXHAUSTED, 503 UNAVAILABLE, 500 otherwise (200 for OK).
 int HttpStatusFor(absl::StatusCode code);
-// {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}
+// {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}, the code HttpStatusFor's
+// or `http_status` (a status the walls answer: 405, 413).
 std::string ErrorJson(const absl::Status& status);
+std::string ErrorJson(const absl::Status& status, int http_status);
 
 // The proto JSON mapping of `message` (lowerCamelCase, default values printed).
 std::string MessageToJson(const google::protobuf::Message& message);

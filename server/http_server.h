@@ -15,6 +15,12 @@
 // grows per connection (HttpThreadPool) and "Connection: close" while connections wait
 // keep idle ones from holding the threads; the listen backlog is the system's maximum.
 //
+// Against hostile clients and pages: before any route, the walls of http_walls.h (no
+// request body, GET and HEAD only, CORS only for listed origins, and without tokens only
+// loopback Hosts and no foreign Origin); every connection under whole-request deadlines
+// and a bound on its request's head (http_connection.h); at most `max_queued` connections
+// waiting for a thread, more answered 503.
+//
 // Thread-safe. Handlers run on the server's own threads and block on store reads only.
 // `store`, `runner` and `access` are not owned and must outlive the HttpServer.
 #pragma once
@@ -22,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/access_control.h"
@@ -53,12 +60,24 @@ class HttpServer {
     // PEM certificate chain and private key: serve HTTPS; both empty: plain HTTP.
     std::string tls_cert;
     std::string tls_key;
+    // A request's line and headers must arrive within this of its first byte (and the TLS
+    // handshake within this of the accept); an answer must be sent within
+    // `write_timeout_seconds` of its first byte. Else the connection is closed.
+    double read_timeout_seconds = 5;
+    double write_timeout_seconds = 10;
+    // Connections that may wait for a thread once `threads` are busy; more are answered 503.
+    int max_queued = 256;
+    // Origins (scheme://host[:port]) whose pages may read the API: they get
+    // Access-Control-Allow-Origin. None: the dashboard is same-origin.
+    std::vector<std::string> cors_origins;
   };
 
   // Binds and starts serving. INVALID_ARGUMENT for a listen address that is not
-  // HOST:PORT or a certificate or key that cannot be loaded, UNAVAILABLE when it cannot be
-  // bound. `access` authorizes every API request. With `metrics` (not owned), the API's
-  // latency is recorded and /metrics served.
+  // HOST:PORT, a certificate or key that cannot be loaded, a timeout that is not positive
+  // or a CORS origin that is not one (NormalizeOrigin), UNAVAILABLE when it cannot be
+  // bound. `access` authorizes every API request; without tokens (or without `access`) the
+  // loopback-only walls apply. With `metrics` (not owned), the API's latency is recorded
+  // and /metrics served.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(const Options& options,
                                                             storage::MetricsStore* store,
                                                             JobRunner* runner,

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/checkpoint/step_discovery.h"
@@ -20,18 +19,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A checkpoint directory resolved inside the roots, and each of its entries too: a symlinked
-// step, or a weight file linked elsewhere (a Hugging Face cache snapshot links into its
-// blobs/), must not lead out of them.
-absl::StatusOr<fs::path> ResolveCheckpointDir(const std::string& dir, const PathPolicy& policy) {
-  ASSIGN_OR_RETURN(fs::path resolved, policy.Resolve(dir, "checkpoint"));
-  std::error_code ec;
-  if (!fs::is_directory(resolved, ec)) return resolved;  // the caller names it
-  for (fs::directory_iterator it(resolved, ec), end; !ec && it != end; it.increment(ec)) {
-    RETURN_IF_ERROR(policy.Resolve(it->path().string(), "checkpoint file").status());
+// `status` (a gate's refusal, naming the path given) prefixed by the field it came in.
+absl::Status InField(const char* field, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
+}
+
+// A checkpoint directory opened through the gate, each of its entries too: a weight file
+// linked elsewhere (a Hugging Face cache snapshot links into its blobs/) is refused at
+// submit rather than at its step. The worker's gate checks again at open time.
+absl::StatusOr<fs::path> CheckCheckpointDir(const std::string& dir, const FileGate& files) {
+  const fs::path path = fs::path(dir).lexically_normal();
+  if (!path.is_absolute()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint path '", dir, "' must be absolute (it is read on the server)"));
   }
-  if (ec) return absl::InvalidArgumentError(absl::StrCat(dir, ": cannot list: ", ec.message()));
-  return resolved;
+  absl::StatusOr<std::vector<GatedEntry>> entries = files.List(path);
+  if (!entries.ok()) return InField("checkpoint", entries.status());
+  for (const GatedEntry& entry : *entries) {
+    if (entry.is_link && !entry.is_file && !entry.is_directory) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "checkpoint file '", (path / entry.name).string(), "' is not beneath an allowed root"));
+    }
+  }
+  return path;
 }
 
 }  // namespace
@@ -53,15 +63,15 @@ absl::Status ValidateRunName(const std::string& run) {
 }
 
 // Catches a malformed probe at submit time rather than once per checkpoint. A token file is
-// read (its first `samples` lines only); text needs each checkpoint's tokenizer, so only
-// its sequence length is checked here: WordPiece checkpoints (vocab.txt) frame every
-// sample as [CLS] … [SEP]; byte-level BPE samples carry no special tokens.
-absl::Status CheckProbe(const storage::JobSpec& spec) {
+// read once, bounded, by JobRunner::Submit (server/unit_probe.h); text needs each
+// checkpoint's tokenizer, so only its sequence length is checked here: WordPiece
+// checkpoints (vocab.txt) frame every sample as [CLS] … [SEP]; byte-level BPE samples carry
+// no special tokens.
+absl::Status CheckProbe(const storage::JobSpec& spec, const FileGate& files) {
   if (spec.probe_source == "text") {
     const bool framed = std::any_of(spec.checkpoints.begin(), spec.checkpoints.end(),
-                                    [](const storage::CheckpointSpec& c) {
-                                      std::error_code error;
-                                      return fs::exists(fs::path(c.path) / "vocab.txt", error);
+                                    [&files](const storage::CheckpointSpec& c) {
+                                      return files.IsFile(fs::path(c.path) / "vocab.txt");
                                     });
     if (framed && spec.seq_len != 0 && spec.seq_len < 3) {
       return absl::InvalidArgumentError(
@@ -69,14 +79,12 @@ absl::Status CheckProbe(const storage::JobSpec& spec) {
                        "([CLS] … [SEP]), got ",
                        spec.seq_len));
     }
-    return absl::OkStatus();
   }
-  const int64_t seq_len = spec.seq_len > 0 ? spec.seq_len : std::numeric_limits<int64_t>::max();
-  return analysis::ReadTokenProbe(spec.probe_path, spec.samples, seq_len).status();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& request,
-                                                    const PathPolicy& policy) {
+                                                    const FileGate& files) {
   if (absl::Status status = ValidateRunName(request.run()); !status.ok()) return status;
   storage::JobSpec spec;
   spec.run = request.run();
@@ -94,14 +102,16 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     return absl::InvalidArgumentError("give either checkpoints_dir or checkpoints (exactly one)");
   }
 
-  absl::StatusOr<fs::path> probe_path = policy.Resolve(request.probe().path(), "probe file");
-  if (!probe_path.ok()) return probe_path.status();
-  std::error_code error;
-  if (!fs::is_regular_file(*probe_path, error)) {
+  const fs::path probe_path = fs::path(request.probe().path()).lexically_normal();
+  if (!probe_path.is_absolute()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("probe file '", request.probe().path(), "' is not a regular file"));
+        absl::StrCat("probe file path '", request.probe().path(),
+                     "' must be absolute (it is read on the server)"));
   }
-  spec.probe_path = probe_path->string();
+  if (absl::Status opened = files.OpenFile(probe_path).status(); !opened.ok()) {
+    return InField("probe file", opened);
+  }
+  spec.probe_path = probe_path.string();
 
   if (request.follow() && !has_dir) {
     return absl::InvalidArgumentError("follow watches checkpoints_dir: give checkpoints_dir");
@@ -113,29 +123,33 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     return absl::InvalidArgumentError("hf_cache describes checkpoints_dir: give checkpoints_dir");
   }
   if (has_dir) {
-    absl::StatusOr<fs::path> dir = policy.Resolve(request.checkpoints_dir(), "checkpoints_dir");
-    if (!dir.ok()) return dir.status();
-    if (!fs::is_directory(*dir, error)) {
+    const fs::path dir = fs::path(request.checkpoints_dir()).lexically_normal();
+    if (!dir.is_absolute()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("checkpoints_dir '", request.checkpoints_dir(), "' is not a directory"));
+          absl::StrCat("checkpoints_dir '", request.checkpoints_dir(),
+                       "' must be absolute (it is read on the server)"));
     }
-    if (request.hf_cache() && !analysis::IsHfCacheRepository(*dir)) {
+    if (absl::Status opened = files.OpenDirectory(dir).status(); !opened.ok()) {
+      return InField("checkpoints_dir", opened);
+    }
+    if (request.hf_cache() && !analysis::IsHfCacheRepository(dir, files)) {
       return absl::InvalidArgumentError(
           absl::StrCat("checkpoints_dir '", request.checkpoints_dir(),
                        "' is not a Hugging Face cache repository (models--ORG--NAME with refs/ and "
                        "snapshots/)"));
     }
     if (request.follow()) {
-      spec.follow_dir = dir->string();
+      spec.follow_dir = dir.string();
       if (request.has_until_step()) spec.until_step = request.until_step();
-      ASSIGN_OR_RETURN(spec.checkpoints, NewWholeCheckpoints(*dir, {}, spec.until_step, policy));
-      RETURN_IF_ERROR(CheckProbe(spec));
+      ASSIGN_OR_RETURN(spec.checkpoints, NewWholeCheckpoints(dir, {}, spec.until_step, files));
+      RETURN_IF_ERROR(CheckProbe(spec, files));
       return spec;
     }
-    absl::StatusOr<std::vector<analysis::DiscoveredStep>> steps = analysis::DiscoverSteps(*dir);
+    absl::StatusOr<std::vector<analysis::DiscoveredStep>> steps =
+        analysis::DiscoverSteps(dir, files);
     if (!steps.ok()) return steps.status();
     for (const analysis::DiscoveredStep& step : *steps) {
-      absl::StatusOr<fs::path> path = ResolveCheckpointDir(step.path.string(), policy);
+      absl::StatusOr<fs::path> path = CheckCheckpointDir(step.path.string(), files);
       if (!path.ok()) return path.status();
       spec.checkpoints.push_back({step.step, path->string()});
     }
@@ -145,12 +159,8 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
         return absl::InvalidArgumentError(
             absl::StrCat("checkpoint step must be >= 0, got ", ref.step()));
       }
-      absl::StatusOr<fs::path> path = ResolveCheckpointDir(ref.path(), policy);
+      absl::StatusOr<fs::path> path = CheckCheckpointDir(ref.path(), files);
       if (!path.ok()) return path.status();
-      if (!fs::is_directory(*path, error)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("checkpoint '", ref.path(), "' is not a directory"));
-      }
       spec.checkpoints.push_back({ref.step(), path->string()});
     }
   }
@@ -165,48 +175,42 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     }
   }
   if (spec.checkpoints.empty()) return absl::InvalidArgumentError("the job has no checkpoints");
-  if (absl::Status status = CheckProbe(spec); !status.ok()) return status;
+  if (absl::Status status = CheckProbe(spec, files); !status.ok()) return status;
   return spec;
 }
 
 absl::StatusOr<std::vector<storage::CheckpointSpec>> NewWholeCheckpoints(
     const fs::path& dir, const std::set<int64_t>& known, std::optional<int64_t> until_step,
-    const PathPolicy& policy) {
+    const FileGate& files) {
   ASSIGN_OR_RETURN(const std::vector<analysis::DiscoveredStep> steps,
-                   analysis::ListStepDirectories(dir));
+                   analysis::ListStepDirectories(dir, files));
   std::vector<storage::CheckpointSpec> found;
   for (const analysis::DiscoveredStep& step : steps) {
     if (known.count(step.step) > 0 || (until_step.has_value() && step.step > *until_step)) {
       continue;
     }
-    if (absl::Status whole = analysis::CheckCheckpointComplete(step.path); !whole.ok()) {
+    if (absl::Status whole = analysis::CheckCheckpointComplete(step.path, files); !whole.ok()) {
       spdlog::debug("following {}: step {} not whole yet: {}", dir.string(), step.step,
                     std::string(whole.message()));
       continue;
     }
-    ASSIGN_OR_RETURN(const fs::path path, ResolveCheckpointDir(step.path.string(), policy));
+    ASSIGN_OR_RETURN(const fs::path path, CheckCheckpointDir(step.path.string(), files));
     found.push_back({step.step, path.string()});
   }
   return found;
 }
 
-absl::StatusOr<std::unique_ptr<PathPolicy>> PolicyForNamespace(storage::MetricsStore& store,
-                                                               const PathPolicy& server_policy,
-                                                               const std::string& ns) {
+absl::StatusOr<FileGate> GateForNamespace(storage::MetricsStore& store,
+                                          const FileGate& server_files, const std::string& ns) {
   ASSIGN_OR_RETURN(const std::vector<std::string> own, store.NamespaceRoots(ns));
-  std::vector<std::string> roots;
-  if (own.empty()) {
-    for (const fs::path& root : server_policy.roots()) roots.push_back(root.string());
-  }
-  for (const std::string& root : own) {
-    absl::StatusOr<fs::path> inside = server_policy.Resolve(root, "namespace root");
-    if (inside.ok()) roots.push_back(inside->string());
-  }
-  if (roots.empty()) {
+  if (own.empty()) return server_files;
+  // A root removed from disk, or re-pointed by a link, is left out.
+  FileGate gate = server_files.Intersect(own);
+  if (gate.roots().empty()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "namespace '", ns, "' may read only from roots outside the server's --allow-root"));
   }
-  return PathPolicy::Create({roots});
+  return gate;
 }
 
 }  // namespace anisoscope::server

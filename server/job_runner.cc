@@ -20,6 +20,8 @@ using storage::JobState;
 using storage::StepState;
 
 constexpr size_t kCancelledLeasesKept = 4096;
+// The longest error text of a worker's FailWork kept with the step.
+constexpr size_t kMaxWorkerErrorBytes = 4096;
 
 bool IsFinal(JobState state) {
   return state == JobState::kSucceeded || state == JobState::kFailed ||
@@ -53,12 +55,14 @@ void WarnDuplicate(int64_t job_id, const storage::JobCheckpoint& checkpoint) {
 
 struct JobRunner::ActiveJob {
   storage::JobRecord record;
-  pb::UnitProbe probe;  // sent with every unit of the job
+  // Sent with every unit of the job; shared with Complete's check of an upload.
+  std::shared_ptr<const pb::UnitProbe> probe;
   bool cancel_requested = false;
 };
 
 struct JobRunner::LeaseEntry {
   StepKey key;
+  std::string holder;  // the identity that took it; "" until adopted (taken before holders)
   bool local = false;
   bool completing = false;           // Complete is storing the upload: the lease cannot end now
   bool stored_checked = false;       // the probe's heartbeat was checked (HasStep)
@@ -70,7 +74,7 @@ struct JobRunner::LeaseEntry {
 
 struct JobRunner::Waiter {
   pb::LeaseWorkRequest request;
-  bool local = false;
+  LeaseCaller caller;
   absl::Time deadline;
   LeaseCallback done;
 };
@@ -85,6 +89,10 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(const Options& opti
     return absl::InvalidArgumentError(
         absl::StrCat("max attempts must be >= 1, got ", options.max_attempts));
   }
+  if (options.max_leases_per_worker < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max leases per worker must be >= 1, got ", options.max_leases_per_worker));
+  }
   std::unique_ptr<JobRunner> runner(new JobRunner(options, store));
   RETURN_IF_ERROR(runner->Resume());
   runner->reaper_ = std::thread(&JobRunner::ReaperLoop, runner.get());
@@ -98,13 +106,21 @@ JobRunner::~JobRunner() { Drain(); }
 
 // ---- Jobs ------------------------------------------------------------------------------
 
+FileGate JobRunner::FilesOf(const std::string& ns) const {
+  std::vector<std::string> roots;
+  if (options_.namespace_roots) roots = options_.namespace_roots(ns);
+  absl::StatusOr<FileGate> files = FileGate::Beneath(roots);
+  return files.ok() ? *std::move(files) : *FileGate::Beneath({});  // none: nothing is opened
+}
+
 absl::Status JobRunner::Resume() {
   ASSIGN_OR_RETURN(const std::vector<int64_t> ids, store_->UnfinishedJobs());
   absl::MutexLock lock(&mu_);
   const absl::Time grace = absl::Now() + options_.lease_timeout;
   for (int64_t id : ids) {
     ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(id));
-    absl::StatusOr<pb::UnitProbe> probe = UnitProbeFromSpec(record.spec);
+    absl::StatusOr<pb::UnitProbe> probe =
+        UnitProbeFromSpec(record.spec, FilesOf(record.spec.ns), options_.max_probe_tokens);
     if (!probe.ok()) {
       spdlog::error("job {} cannot resume: {}", id, probe.status().ToString());
       RETURN_IF_ERROR(
@@ -125,12 +141,14 @@ absl::Status JobRunner::Resume() {
         checkpoint.attempt = std::max(0, checkpoint.attempt - 1);
         checkpoint.lease_id.clear();
         checkpoint.lease_local = false;
+        checkpoint.lease_holder.clear();
         ASSIGN_OR_RETURN(record.updated_at, store_->UpdateCheckpoint(id, checkpoint));
         ++left;
         continue;
       }
       auto entry = std::make_unique<LeaseEntry>();
       entry->key = {id, i};
+      entry->holder = checkpoint.lease_holder;
       entry->deadline = grace;
       leases_[checkpoint.lease_id] = std::move(entry);
       ++left;
@@ -146,7 +164,7 @@ void JobRunner::AddJob(storage::JobRecord record, pb::UnitProbe probe) {
   const int64_t id = record.id;
   auto job = std::make_unique<ActiveJob>();
   job->record = std::move(record);
-  job->probe = std::move(probe);
+  job->probe = std::make_shared<const pb::UnitProbe>(std::move(probe));
   for (size_t i = 0; i < job->record.checkpoints.size(); ++i) {
     if (job->record.checkpoints[i].state == StepState::kPending) pending_.insert({id, i});
   }
@@ -160,7 +178,8 @@ absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spe
   if (spec.checkpoints.empty() && spec.follow_dir.empty()) {
     return absl::InvalidArgumentError("the job has no checkpoints");
   }
-  ASSIGN_OR_RETURN(pb::UnitProbe probe, UnitProbeFromSpec(spec));
+  ASSIGN_OR_RETURN(pb::UnitProbe probe,
+                   UnitProbeFromSpec(spec, FilesOf(spec.ns), options_.max_probe_tokens));
   ASSIGN_OR_RETURN(const int64_t id, store_->CreateJob(spec));
   ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(id));
   spdlog::info("job {} submitted by {}: run {}/{}, {} checkpoints{}{}", id, actor, spec.ns,
@@ -287,11 +306,11 @@ int64_t JobRunner::NewLeaseTicket() {
   return next_ticket_++;
 }
 
-void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request, bool local,
-                      LeaseCallback done) {
+void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request,
+                      const LeaseCaller& caller, LeaseCallback done) {
   Waiter waiter;
   waiter.request = request;
-  waiter.local = local;
+  waiter.caller = caller;
   waiter.deadline = absl::Now() + std::min(absl::Milliseconds(std::max(0, request.wait_ms())),
                                            options_.max_lease_wait);
   pb::LeaseWorkResponse response;
@@ -300,7 +319,12 @@ void JobRunner::Lease(int64_t ticket, const pb::LeaseWorkRequest& request, bool 
   {
     absl::MutexLock lock(&mu_);
     stopped = leasing_stopped_;
-    if (!stopped) {
+    if (!stopped && !caller.local) {
+      if (absl::Status capped = CheckLeaseCapLocked(caller.identity); !capped.ok()) {
+        granted = capped;
+      }
+    }
+    if (!stopped && granted.ok()) {
       granted = GrantLocked(waiter, &response);
       if (granted.ok() && !*granted && waiter.deadline > absl::Now()) {
         if (waiter.deadline < next_wake_) reaper_wake_ = true;
@@ -324,25 +348,52 @@ bool JobRunner::WithdrawLease(int64_t ticket) {
   return waiters_.erase(ticket) > 0;
 }
 
+absl::Status JobRunner::CheckLeaseCapLocked(const std::string& identity) const {
+  int held = 0;
+  for (const auto& [id, lease] : leases_) held += !lease->local && lease->holder == identity;
+  int waiting = 0;
+  for (const auto& [ticket, waiter] : waiters_) {
+    waiting += !waiter->caller.local && waiter->caller.identity == identity;
+  }
+  if (held + waiting < options_.max_leases_per_worker) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("worker identity '", identity, "' holds ", held, " leases and waits for ",
+                   waiting, ", the most --max-leases-per-worker (", options_.max_leases_per_worker,
+                   ") allows; complete or give one back first"));
+}
+
+std::optional<JobRunner::StepKey> JobRunner::FirstPendingLocked(const std::string& scope) const {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (scope == storage::kAnyNamespace || active_.at(it->first)->record.spec.ns == scope) {
+      return *it;
+    }
+    it = pending_.lower_bound({it->first + 1, 0});  // the next job's first pending step
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkResponse* response) {
-  if (pending_.empty()) return false;
-  const StepKey key = *pending_.begin();
+  const std::optional<StepKey> first = FirstPendingLocked(waiter.caller.scope);
+  if (!first.has_value()) return false;
+  const StepKey key = *first;
   ActiveJob* job = active_.at(key.first).get();
   storage::JobCheckpoint& checkpoint = job->record.checkpoints[key.second];
   const storage::JobCheckpoint before = checkpoint;
   const std::string lease_id = RandomId128();
   checkpoint.state = StepState::kRunning;
   checkpoint.error.clear();
+  checkpoint.probe_id.clear();  // the lease's heartbeat reports it
   checkpoint.attempt += 1;
   checkpoint.lease_id = lease_id;
-  checkpoint.lease_local = waiter.local;
+  checkpoint.lease_local = waiter.caller.local;
+  checkpoint.lease_holder = waiter.caller.identity;
   checkpoint.worker = waiter.request.worker().name();
   if (absl::Status saved = SaveCheckpoint(job, key.second); !saved.ok()) {
     checkpoint = before;  // the lease exists only once it is stored
     return absl::UnavailableError(
         absl::StrCat("cannot store a lease (retry later): ", saved.message()));
   }
-  pending_.erase(pending_.begin());
+  pending_.erase(key);
   if (job->record.state == JobState::kQueued) {
     job->record.state = JobState::kRunning;
     SaveJobState(job);
@@ -350,39 +401,52 @@ absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkR
 
   auto entry = std::make_unique<LeaseEntry>();
   entry->key = key;
-  entry->local = waiter.local;
+  entry->holder = waiter.caller.identity;
+  entry->local = waiter.caller.local;
   entry->device = waiter.request.worker().device();
-  if (!waiter.local) {
-    entry->deadline = absl::Now() + options_.lease_timeout;
-    if (entry->deadline < next_wake_) reaper_wake_ = true;
-  }
+  // Embedded workers heartbeat too: a unit of theirs that cannot complete (a result too big
+  // to send) expires like any other rather than stay running.
+  entry->deadline = absl::Now() + options_.lease_timeout;
+  if (entry->deadline < next_wake_) reaper_wake_ = true;
   pb::WorkUnit* unit = response->mutable_unit();
   unit->set_lease_id(lease_id);
   unit->set_job_id(key.first);
   unit->set_run(job->record.spec.run);
   unit->set_step(checkpoint.step);
   unit->set_checkpoint_path(checkpoint.path);
-  *unit->mutable_probe() = job->probe;
+  *unit->mutable_probe() = *job->probe;
   unit->mutable_options()->set_dtype(options_.dtype);
-  unit->set_lease_deadline_unix_ms(waiter.local ? 0 : absl::ToUnixMillis(entry->deadline));
+  unit->set_lease_deadline_unix_ms(absl::ToUnixMillis(entry->deadline));
   unit->set_heartbeat_interval_ms(
       static_cast<int32_t>(absl::ToInt64Milliseconds(options_.lease_timeout / 4)));
   unit->set_attempt(checkpoint.attempt);
-  if (!pending_.empty() && pending_.begin()->first == key.first) {
-    unit->set_next_checkpoint_path(job->record.checkpoints[pending_.begin()->second].path);
+  if (auto next = pending_.lower_bound({key.first, 0});
+      next != pending_.end() && next->first == key.first) {
+    unit->set_next_checkpoint_path(job->record.checkpoints[next->second].path);
+  }
+  if (options_.namespace_roots) {
+    for (std::string& root : options_.namespace_roots(job->record.spec.ns)) {
+      unit->add_allowed_roots(std::move(root));
+    }
   }
   leases_[lease_id] = std::move(entry);
   spdlog::info("job {} step {} leased to {} ({}attempt {}, lease {})", key.first, checkpoint.step,
-               checkpoint.worker, waiter.local ? "embedded, " : "", checkpoint.attempt, lease_id);
+               checkpoint.worker, waiter.caller.local ? "embedded, " : "", checkpoint.attempt,
+               lease_id);
   PublishStep(job, key.second, pb::JobEvent::KIND_STEP_STARTED, 0, 0);
   return true;
 }
 
 void JobRunner::DispatchLocked(Deliveries* deliveries) {
-  while (!pending_.empty() && !waiters_.empty() && !leasing_stopped_) {
-    auto first = waiters_.begin();
-    std::unique_ptr<Waiter> waiter = std::move(first->second);
-    waiters_.erase(first);
+  if (leasing_stopped_) return;
+  // Oldest wait first; a wait with nothing pending in its namespace keeps waiting.
+  for (auto it = waiters_.begin(); it != waiters_.end() && !pending_.empty();) {
+    if (!FirstPendingLocked(it->second->caller.scope).has_value()) {
+      ++it;
+      continue;
+    }
+    std::unique_ptr<Waiter> waiter = std::move(it->second);
+    it = waiters_.erase(it);
     auto response = std::make_shared<pb::LeaseWorkResponse>();
     const absl::StatusOr<bool> granted = GrantLocked(*waiter, response.get());
     if (!granted.ok()) {
@@ -394,20 +458,34 @@ void JobRunner::DispatchLocked(Deliveries* deliveries) {
   }
 }
 
-absl::StatusOr<JobRunner::LeaseEntry*> JobRunner::FindLeaseLocked(const std::string& lease_id) {
+absl::StatusOr<JobRunner::LeaseEntry*> JobRunner::FindLeaseLocked(const std::string& lease_id,
+                                                                  const std::string& identity) {
   auto it = leases_.find(lease_id);
   if (it == leases_.end()) return LeaseNotCurrent(lease_id);
-  return it->second.get();
+  LeaseEntry* lease = it->second.get();
+  if (lease->holder.empty()) {
+    lease->holder = identity;
+    ActiveJob* job = active_.at(lease->key.first).get();
+    job->record.checkpoints[lease->key.second].lease_holder = identity;
+    SaveCheckpoint(job, lease->key.second).IgnoreError();  // logged; kept in memory anyway
+  } else if (lease->holder != identity) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("lease '", lease_id,
+                     "' was taken by another worker identity; only the one that leased a unit may "
+                     "heartbeat, complete or fail it"));
+  }
+  return lease;
 }
 
-absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRequest& request) {
+absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRequest& request,
+                                                           const std::string& identity) {
   pb::HeartbeatResponse response;
   absl::MutexLock lock(&mu_);
   if ((cancelled_leases_.count(request.lease_id())) > 0) {
     response.set_verdict(pb::HeartbeatResponse::VERDICT_CANCELLED);
     return response;
   }
-  ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(request.lease_id()));
+  ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(request.lease_id(), identity));
   ActiveJob* job = active_.at(lease->key.first).get();
   storage::JobCheckpoint& checkpoint = job->record.checkpoints[lease->key.second];
   if (!request.probe_id().empty() && !lease->stored_checked && !lease->completing) {
@@ -451,14 +529,14 @@ absl::StatusOr<pb::HeartbeatResponse> JobRunner::Heartbeat(const pb::HeartbeatRe
     PublishStep(job, lease->key.second, pb::JobEvent::KIND_STEP_PROGRESS, request.batches_done(),
                 request.batches_total());
   }
-  if (!lease->local) lease->deadline = absl::Now() + options_.lease_timeout;
+  lease->deadline = absl::Now() + options_.lease_timeout;
   response.set_verdict(pb::HeartbeatResponse::VERDICT_CONTINUE);
-  response.set_lease_deadline_unix_ms(lease->local ? 0 : absl::ToUnixMillis(lease->deadline));
+  response.set_lease_deadline_unix_ms(absl::ToUnixMillis(lease->deadline));
   return response;
 }
 
 absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteWorkRequest& request,
-                                                             const std::string& actor) {
+                                                             const std::string& identity) {
   const std::string& lease_id = request.lease_id();
   int64_t job_id = 0;
   storage::StoreMode mode;
@@ -466,13 +544,14 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   storage::JobCheckpoint finished;
   std::string ns;
   std::string run;
+  std::shared_ptr<const pb::UnitProbe> probe;
   {
     absl::MutexLock lock(&mu_);
     if ((cancelled_leases_.count(lease_id)) > 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("lease '", lease_id, "' ended: its job was cancelled"));
     }
-    ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(lease_id));
+    ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(lease_id, identity));
     if (lease->completing) {
       return absl::FailedPreconditionError(
           absl::StrCat("lease '", lease_id, "' is already being completed"));
@@ -484,11 +563,19 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
     mode = {job->record.spec.force, job->record.spec.dedupe};
     ns = job->record.spec.ns;
     run = job->record.spec.run;
+    probe = job->probe;
     finished = job->record.checkpoints[lease->key.second];
   }
   // The upload is checked and written outside the lock: heartbeats of other leases go on.
+  // `finished.probe_id` is the id the lease's heartbeat reported, if any.
   absl::StatusOr<storage::StepResult> result =
       StepResultFromUpload(request, run, finished.step, finished.path);
+  if (result.ok()) {
+    if (absl::Status matches = CheckUploadMatchesUnit(request, *probe, finished.probe_id);
+        !matches.ok()) {
+      result = matches;
+    }
+  }
   absl::StatusOr<storage::FinishedLease> stored = storage::FinishedLease{};
   if (!result.ok()) {
     stored = result.status();
@@ -501,6 +588,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
     finished.seconds = request.seconds();
     finished.lease_id.clear();
     finished.lease_local = false;
+    finished.lease_holder.clear();
     stored = store_->FinishLease(job_id, lease_id, finished, *result, mode);
   }
   Deliveries deliveries;
@@ -515,7 +603,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
                                           absl::IsFailedPrecondition(stored.status()));
     if (!stored.ok() && !refused) {
       // The store could not write now (busy, full): the lease stays; the worker retries.
-      if (!it->second->local) it->second->deadline = absl::Now() + options_.lease_timeout;
+      it->second->deadline = absl::Now() + options_.lease_timeout;
       status = absl::UnavailableError(absl::StrCat(
           "step ", finished.step, " not stored yet (retry): ", stored.status().message()));
     } else if (!stored.ok()) {
@@ -542,7 +630,7 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   if (options_.metrics != nullptr && state == StepState::kDone) {
     options_.metrics->RecordCheckpoint(request.metrics().model_family(), device, request.seconds());
   }
-  Audit({0, "", actor, ns, "complete", absl::StrCat("job ", job_id, " step ", finished.step),
+  Audit({0, "", identity, ns, "complete", absl::StrCat("job ", job_id, " step ", finished.step),
          absl::StrCat("run ", run, ", ", storage::StepStateName(state), " by worker '",
                       finished.worker, "' in ", absl::SixDigits(finished.seconds), " s")});
   pb::CompleteWorkResponse response;
@@ -550,21 +638,26 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
   return response;
 }
 
-absl::Status JobRunner::Fail(const pb::FailWorkRequest& request) {
+absl::Status JobRunner::Fail(const pb::FailWorkRequest& request, const std::string& identity) {
   Deliveries deliveries;
+  // A worker's text, kept with the step and shown to readers: bounded.
+  const std::string error = request.error().size() <= kMaxWorkerErrorBytes
+                                ? request.error()
+                                : absl::StrCat(request.error().substr(0, kMaxWorkerErrorBytes),
+                                               " … (cut at ", kMaxWorkerErrorBytes, " bytes)");
   {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(request.lease_id()));
+    ASSIGN_OR_RETURN(LeaseEntry * lease, FindLeaseLocked(request.lease_id(), identity));
     if (lease->completing) {
       return absl::FailedPreconditionError(
           absl::StrCat("lease '", request.lease_id(), "' is being completed"));
     }
     switch (request.kind()) {
       case pb::FailWorkRequest::KIND_FAILED:
-        EndLeaseLocked(request.lease_id(), StepState::kFailed, request.error(), &deliveries);
+        EndLeaseLocked(request.lease_id(), StepState::kFailed, error, &deliveries);
         break;
       case pb::FailWorkRequest::KIND_RETRYABLE:
-        RetryOrFailLocked(request.lease_id(), request.error(), &deliveries);
+        RetryOrFailLocked(request.lease_id(), error, &deliveries);
         break;
       case pb::FailWorkRequest::KIND_RELEASED: {
         ActiveJob* job = active_.at(lease->key.first).get();
@@ -609,6 +702,7 @@ void JobRunner::EndLeaseLocked(const std::string& lease_id, StepState state,
   checkpoint.error = error;
   checkpoint.lease_id.clear();
   checkpoint.lease_local = false;
+  checkpoint.lease_holder.clear();
   SaveCheckpoint(job, key.second).IgnoreError();  // logged
   if (state == StepState::kPending) {
     if (!error.empty()) {
@@ -653,7 +747,7 @@ void JobRunner::ReaperLoop() {
       }
       std::vector<std::string> expired;
       for (const auto& [id, lease] : leases_) {
-        if (!lease->local && !lease->completing && lease->deadline <= now) expired.push_back(id);
+        if (!lease->completing && lease->deadline <= now) expired.push_back(id);
       }
       for (const std::string& id : expired) {
         const LeaseEntry& lease = *leases_.at(id);
@@ -661,8 +755,13 @@ void JobRunner::ReaperLoop() {
             active_.at(lease.key.first)->record.checkpoints[lease.key.second];
         RetryOrFailLocked(
             id,
-            absl::StrCat("lease expired: worker '", checkpoint.worker, "' sent no heartbeat for ",
-                         absl::FormatDuration(options_.lease_timeout)),
+            lease.local ? absl::StrCat("lease expired: embedded worker '", checkpoint.worker,
+                                       "' neither delivered the step nor sent a heartbeat for ",
+                                       absl::FormatDuration(options_.lease_timeout),
+                                       " (its result could not be sent; see the server's log)")
+                        : absl::StrCat("lease expired: worker '", checkpoint.worker,
+                                       "' sent no heartbeat for ",
+                                       absl::FormatDuration(options_.lease_timeout)),
             &deliveries);
       }
     }

@@ -38,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "anisoscope/v1/anisoscope.pb.h"
+#include "common/file_gate.h"
 #include "server/job_events.h"
 #include "server/service_metrics.h"
 #include "storage/metrics_store.h"
@@ -53,10 +54,30 @@ class JobRunner {
     int max_attempts = 3;
     // The longest long poll a LeaseWork may ask for.
     absl::Duration max_lease_wait = absl::Seconds(60);
+    // Leases one remote worker identity (a token, a client certificate) may hold and long
+    // polls it may have waiting, together (--max-leases-per-worker); embedded workers are
+    // not counted.
+    int max_leases_per_worker = 16;
+    // Token ids a job's probe may hold, read as far as this and no further, and checked at
+    // submit and resume with the unit's size (--max-probe-tokens; server/probe_bounds.h).
+    int64_t max_probe_tokens = 128 * 2048;
     // Compute dtype sent with every unit (--dtype).
     std::string dtype = "float32";
     // Counts each stored checkpoint (family, device, seconds); not owned; may be null.
     ServiceMetrics* metrics = nullptr;
+    // The roots a namespace's units may read beneath, sent with each unit (empty: none; the
+    // worker then refuses the unit). Called at each lease, under the runner's lock.
+    std::function<std::vector<std::string>(const std::string& ns)> namespace_roots;
+  };
+
+  // Who calls the worker service, from its Principal: a lease is bound to `identity` (only it
+  // may heartbeat, complete or fail it), a remote identity holds at most
+  // max_leases_per_worker leases and waits, and only units of namespace `scope`
+  // (storage::kAnyNamespace: any) are granted to it.
+  struct LeaseCaller {
+    std::string identity;
+    std::string scope = storage::kAnyNamespace;
+    bool local = false;  // one of the embedded workers: no cap; released at restart
   };
 
   // Answer to a lease request: a unit, no unit (the wait ran out), or an error.
@@ -96,25 +117,31 @@ class JobRunner {
   void Unwatch(int64_t id, JobWatcher* watcher);
 
   // ---- Leases (WorkerService) ----
-  // Answers `done` with the oldest pending checkpoint as a unit leased to
-  // request.worker, waiting up to request.wait_ms (capped) for one; `done` runs on this
-  // thread or on the runner's, never under its lock. `local`: the caller is an embedded
-  // worker (its lease never expires and is released at restart). UNAVAILABLE while
-  // draining. `ticket` (from NewLeaseTicket) names the wait for WithdrawLease.
-  void Lease(int64_t ticket, const ::anisoscope::v1::LeaseWorkRequest& request, bool local,
-             LeaseCallback done);
+  // Answers `done` with the oldest pending checkpoint of caller.scope as a unit leased to
+  // caller.identity (request.worker names the process), waiting up to request.wait_ms
+  // (capped) for one; `done` runs on this thread or on the runner's, never under its lock.
+  // caller.local: an embedded worker (its lease expires as any other, and goes back at
+  // restart).
+  // UNAVAILABLE while draining; RESOURCE_EXHAUSTED, naming --max-leases-per-worker, when a
+  // remote identity already holds and waits for that many. `ticket` (from NewLeaseTicket)
+  // names the wait for WithdrawLease.
+  void Lease(int64_t ticket, const ::anisoscope::v1::LeaseWorkRequest& request,
+             const LeaseCaller& caller, LeaseCallback done);
   int64_t NewLeaseTicket();
   // The caller of a waiting Lease went away. True when the wait was withdrawn: `done` is
   // then never called; false when it has been or is being called.
   bool WithdrawLease(int64_t ticket);
+  // Heartbeat, Complete and Fail come from `identity` (LeaseCaller::identity):
+  // PERMISSION_DENIED, changing nothing, when another identity took the lease.
   absl::StatusOr<::anisoscope::v1::HeartbeatResponse> Heartbeat(
-      const ::anisoscope::v1::HeartbeatRequest& request);
-  // INVALID_ARGUMENT when the upload does not fit the model shape it declares (the step
-  // then fails with that error); the store's error when the write fails (likewise).
-  // A stored step is audited as `actor`'s.
+      const ::anisoscope::v1::HeartbeatRequest& request, const std::string& identity);
+  // INVALID_ARGUMENT when the upload does not fit the model shape it declares or the unit
+  // it was leased with (step_upload.h; the step then fails with that error, nothing
+  // stored); the store's error when the write fails (likewise). A stored step is audited as
+  // `identity`'s.
   absl::StatusOr<::anisoscope::v1::CompleteWorkResponse> Complete(
-      const ::anisoscope::v1::CompleteWorkRequest& request, const std::string& actor);
-  absl::Status Fail(const ::anisoscope::v1::FailWorkRequest& request);
+      const ::anisoscope::v1::CompleteWorkRequest& request, const std::string& identity);
+  absl::Status Fail(const ::anisoscope::v1::FailWorkRequest& request, const std::string& identity);
 
   // Stops leasing: waiting and later Lease calls get UNAVAILABLE, new jobs are refused.
   // Leases already held stay valid (embedded workers give theirs back as they stop).
@@ -162,9 +189,18 @@ class JobRunner {
   JobRunner(const Options& options, storage::MetricsStore* store);
 
   absl::Status Resume();
+  // The gate of namespace `ns` (Options::namespace_roots; none set opens nothing).
+  FileGate FilesOf(const std::string& ns) const;
   // Appends to the audit log; a failure is logged, never returned (the action happened).
   void Audit(const storage::AuditEntry& entry);
   void AddJob(storage::JobRecord record, ::anisoscope::v1::UnitProbe probe)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The oldest pending step of a job in namespace `scope` (kAnyNamespace: any); nullopt when
+  // there is none.
+  std::optional<StepKey> FirstPendingLocked(const std::string& scope) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RESOURCE_EXHAUSTED when remote `identity` holds and waits for max_leases_per_worker.
+  absl::Status CheckLeaseCapLocked(const std::string& identity) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Leases the oldest pending step to `waiter`; false when none is pending. When the lease
@@ -174,8 +210,11 @@ class JobRunner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands pending steps to waiting lease calls.
   void DispatchLocked(Deliveries* deliveries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The lease named by a worker's call; FAILED_PRECONDITION when it is not current.
-  absl::StatusOr<LeaseEntry*> FindLeaseLocked(const std::string& lease_id)
+  // The lease named by a call of `identity`; FAILED_PRECONDITION when it is not current,
+  // PERMISSION_DENIED when another identity holds it. A lease taken before holders were
+  // recorded is adopted by the first identity that names it.
+  absl::StatusOr<LeaseEntry*> FindLeaseLocked(const std::string& lease_id,
+                                              const std::string& identity)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a lease: the step takes `state` (pending re-queues it) with `error`; then the job
   // finishes if that was its last step, unless `finish_job` is false (the caller will).

@@ -1,7 +1,7 @@
 #include "server/job_service.h"
 
-#include <deque>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -9,6 +9,7 @@
 #include "common/grpc_status.h"
 #include "server/call_credentials.h"
 #include "server/job_request.h"
+#include "server/probe_bounds.h"
 #include "server/proto_convert.h"
 #include "server/queries.h"
 #include "server/unary_reactor.h"
@@ -17,29 +18,23 @@ namespace anisoscope::server {
 namespace {
 
 // Streams one job's events. Events arrive from the runner (any thread, never blocking
-// here), are queued under `mu_` and written one at a time; StartWrite and Finish are called
-// outside the lock. Deletes itself in OnDone, after unsubscribing.
+// here), are queued under `mu_` (a bounded JobEventQueue) and written one at a time;
+// StartWrite and Finish are called outside the lock. Deletes itself in OnDone, after
+// unsubscribing.
 class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, public JobWatcher {
  public:
-  // `caller` is the authorized caller, or why the call may not watch. `open` counts the
-  // streams open now, at most `max_open` of them.
+  // `caller` is the authorized caller, or why the call may not watch. The stream holds a
+  // place in `slots` until it finishes.
   WatchJobReactor(JobRunner* runner, int64_t id, const absl::StatusOr<Principal>& caller,
-                  std::atomic<int>* open, int max_open)
-      : runner_(runner), id_(id), open_(open) {
+                  WatchSlots* slots)
+      : runner_(runner), id_(id), slots_(slots) {
     absl::Status status = caller.status();
-    if (status.ok()) {
-      {
-        absl::MutexLock lock(&mu_);
-        counted_ = true;  // until the call finishes, refused or not
-      }
-      if (open_->fetch_add(1) >= max_open) {
-        status = absl::ResourceExhaustedError(
-            absl::StrCat("this server has ", max_open,
-                         " WatchJob streams open, its limit (--max-watch-streams); try again "
-                         "later or poll GetJob"));
-      }
-    }
     if (status.ok()) status = queries::JobInNamespace(*runner_, caller->ns, id).status();
+    if (status.ok()) status = slots_->Acquire(caller->name, caller->ns);
+    if (status.ok()) {
+      absl::MutexLock lock(&mu_);
+      slot_ = {caller->name, caller->ns};  // until the call finishes
+    }
     if (status.ok()) status = runner_->Watch(id_, this);
     if (!status.ok()) {
       {
@@ -55,7 +50,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
     {
       absl::MutexLock lock(&mu_);
       if (ending_) return;
-      queue_.push_back(event);
+      queue_.Push(event);
       if (event.kind() == pb::JobEvent::KIND_JOB_FINISHED) ending_ = true;
     }
     Pump();
@@ -75,9 +70,9 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
-      queue_.pop_front();
+      queue_.Pop();
       if (!ok) {  // the stream is broken: stop writing, end the call
-        queue_.clear();
+        queue_.Truncate(0);
         ending_ = true;
         final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "stream broken");
       }
@@ -89,7 +84,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
     {
       absl::MutexLock lock(&mu_);
       // Drop what is queued (the write in flight, if any, completes with ok=false).
-      while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
+      queue_.Truncate(writing_ ? 1 : 0);
       ending_ = true;
       final_status_ = grpc::Status::CANCELLED;
     }
@@ -106,7 +101,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
   void Pump() {
     const pb::JobEvent* next = nullptr;
     std::optional<grpc::Status> finish;
-    bool uncount = false;
+    std::optional<std::pair<std::string, std::string>> release;
     {
       absl::MutexLock lock(&mu_);
       if (writing_ || finished_) return;
@@ -116,22 +111,22 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<pb::JobEvent>, pub
       } else if (ending_) {
         finished_ = true;
         finish = final_status_;
-        uncount = counted_;
-        counted_ = false;
+        release.swap(slot_);
       }
     }
     // Before Finish: once the caller sees the end, its place is free for its next call.
-    if (uncount) open_->fetch_sub(1);
+    if (release.has_value()) slots_->Release(release->first, release->second);
     if (next != nullptr) StartWrite(next);
     if (finish.has_value()) Finish(*finish);
   }
 
   JobRunner* const runner_;
   const int64_t id_;
-  std::atomic<int>* const open_;
+  WatchSlots* const slots_;
   absl::Mutex mu_;
-  bool counted_ ABSL_GUARDED_BY(mu_) = false;  // counted in *open_
-  std::deque<pb::JobEvent> queue_ ABSL_GUARDED_BY(mu_);
+  // The (caller, namespace) place held in *slots_, until given back.
+  std::optional<std::pair<std::string, std::string>> slot_ ABSL_GUARDED_BY(mu_);
+  JobEventQueue queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;    // no more events will be queued
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called
@@ -145,10 +140,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
                                                     pb::Job* response) {
   absl::StatusOr<Principal> caller = AuthorizeCall(*access_, *context, Action::kWrite);
   if (!caller.ok()) return Respond(context, caller.status());
-  absl::StatusOr<std::unique_ptr<PathPolicy>> policy =
-      PolicyForNamespace(*store_, *policy_, caller->ns);
-  if (!policy.ok()) return Respond(context, policy.status());
-  absl::StatusOr<storage::JobSpec> spec = JobSpecFromRequest(*request, **policy);
+  // The probe's size, before any file is opened; the runner bounds the token file's read.
+  if (absl::Status size = CheckProbeRequest(request->probe(), limits_); !size.ok()) {
+    return Respond(context, size);
+  }
+  absl::StatusOr<FileGate> files = GateForNamespace(*store_, *files_, caller->ns);
+  if (!files.ok()) return Respond(context, files.status());
+  absl::StatusOr<storage::JobSpec> spec = JobSpecFromRequest(*request, *files);
   if (!spec.ok()) return Respond(context, spec.status());
   spec->ns = caller->ns;
   absl::StatusOr<storage::JobRecord> job = runner_->Submit(*spec, caller->name);
@@ -189,8 +187,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
 grpc::ServerWriteReactor<pb::JobEvent>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const pb::WatchJobRequest* request) {
   return new WatchJobReactor(runner_, request->id(),
-                             AuthorizeCall(*access_, *context, Action::kRead), &open_watches_,
-                             limits_.max_watch_streams);
+                             AuthorizeCall(*access_, *context, Action::kRead), &watch_slots_);
 }
 
 }  // namespace anisoscope::server

@@ -1,30 +1,36 @@
 // JobService adapter: validates requests, calls the JobRunner, maps the status.
 //
 // Callback API; handlers never wait for extraction (they do short store and file-system
-// reads). WatchJob streams through a write reactor that queues events and writes them one
-// at a time. Every call is authorized first (reads: kRead; submit and cancel: kWrite) and
-// acts in its caller's namespace. `runner`, `policy`, `store` and `access` are not owned
+// reads). WatchJob streams through a write reactor that queues events (bounded: a reader
+// that falls behind gets the job's latest state) and writes them one at a time; streams are
+// bounded in all, per caller and per namespace (server/watch_streams.h). Every call is
+// authorized first (reads: kRead; submit and cancel: kWrite) and acts in its caller's
+// namespace. `runner`, `policy`, `store` and `access` are not owned
 // and outlive the grpc::Server.
 #pragma once
-
-#include <atomic>
 
 #include <grpcpp/grpcpp.h>
 
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
-#include "common/path_policy.h"
+#include "common/file_gate.h"
 #include "server/access_control.h"
 #include "server/job_runner.h"
 #include "server/request_limits.h"
+#include "server/watch_streams.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server {
 
 class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
  public:
-  JobServiceImpl(JobRunner* runner, const PathPolicy* policy, storage::MetricsStore* store,
+  JobServiceImpl(JobRunner* runner, const FileGate* files, storage::MetricsStore* store,
                  AccessControl* access, const RequestLimits& limits)
-      : runner_(runner), policy_(policy), store_(store), access_(access), limits_(limits) {}
+      : runner_(runner),
+        files_(files),
+        store_(store),
+        access_(access),
+        limits_(limits),
+        watch_slots_(limits) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const ::anisoscope::v1::SubmitJobRequest* request,
@@ -44,11 +50,11 @@ class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackServic
 
  private:
   JobRunner* const runner_;
-  const PathPolicy* const policy_;
+  const FileGate* const files_;
   storage::MetricsStore* const store_;
-  const RequestLimits limits_;
-  std::atomic<int> open_watches_{0};  // WatchJob streams open now
   AccessControl* const access_;
+  const RequestLimits limits_;
+  WatchSlots watch_slots_;  // WatchJob streams open now
 };
 
 }  // namespace anisoscope::server

@@ -1,6 +1,7 @@
 #include "server/queries.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,64 @@
 #include "server/trajectory_projection.h"
 
 namespace anisoscope::server::queries {
+namespace {
+
+// Reads `query` (points stored since it was counted stop the read at the limit) and
+// downsamples each of its series to `max_points`, appending to `result`.
+absl::Status ReadAndDownsample(storage::MetricsStore& store, const storage::SeriesQuery& query,
+                               int max_points, const RequestLimits& limits,
+                               storage::SeriesResult* result, bool* downsampled) {
+  ASSIGN_OR_RETURN(storage::SeriesResult read, store.QuerySeries(query));
+  if (read.more) return SeriesReadStopped(limits);
+  *downsampled = DownsampleSeries(max_points, &read.points) || *downsampled;
+  result->points.insert(result->points.end(), read.points.begin(), read.points.end());
+  return CheckSeriesPoints(static_cast<int64_t>(result->points.size()), limits);
+}
+
+// The points of `query` (a per-head or per-hidden-state metric), each series downsampled to
+// `max_points`; `downsampled` tells whether one was. The answer's size is known from the
+// store's count before any point is read: past `limits` nothing is read. What is read at
+// once never passes the limit either: a query that does only before downsampling is read a
+// layer at a time, or a series at a time where a layer passes it.
+absl::StatusOr<storage::SeriesResult> ReadSeries(storage::MetricsStore& store,
+                                                 storage::SeriesQuery query, int max_points,
+                                                 const RequestLimits& limits, bool* downsampled) {
+  ASSIGN_OR_RETURN(const storage::SeriesCounts counts, store.CountSeries(query));
+  int64_t matched = 0;
+  int64_t answered = 0;
+  std::map<int, int64_t> by_layer;
+  for (const storage::SeriesCount& series : counts.series) {
+    matched += series.points;
+    answered += DownsampledSize(series.points, max_points);
+    by_layer[series.layer] += series.points;
+  }
+  RETURN_IF_ERROR(CheckSeriesPoints(answered, limits));
+  storage::SeriesResult result;
+  result.probe_id = counts.probe_id;
+  query.probe_id = counts.probe_id;
+  query.limit = limits.max_series_points;
+  if (matched <= limits.max_series_points) {
+    RETURN_IF_ERROR(ReadAndDownsample(store, query, max_points, limits, &result, downsampled));
+    return result;
+  }
+  for (const auto& [layer, points] : by_layer) {
+    query.layer = layer;
+    if (points <= limits.max_series_points) {
+      RETURN_IF_ERROR(ReadAndDownsample(store, query, max_points, limits, &result, downsampled));
+      continue;
+    }
+    for (const storage::SeriesCount& series : counts.series) {
+      if (series.layer != layer) continue;
+      RETURN_IF_ERROR(CheckSeriesRead(series.layer, series.head, series.points, limits));
+      storage::SeriesQuery one = query;
+      one.head = series.head;
+      RETURN_IF_ERROR(ReadAndDownsample(store, one, max_points, limits, &result, downsampled));
+    }
+  }
+  return result;
+}
+
+}  // namespace
 
 absl::Status ValidateJobId(int64_t id) {
   if (id <= 0) return absl::InvalidArgumentError(absl::StrCat("job id must be > 0, got ", id));
@@ -76,11 +135,15 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
   }
   storage::SeriesQuery query = FromProto(request);
   query.ns = ns;
-  ASSIGN_OR_RETURN(storage::SeriesResult result, scope == analysis::MetricScope::kBlock
-                                                     ? PerBlockSeries(store, query)
-                                                     : store.QuerySeries(query));
-  const bool downsampled = DownsampleSeries(request.max_points(), &result.points);
-  RETURN_IF_ERROR(CheckSeriesPoints(static_cast<int64_t>(result.points.size()), limits));
+  bool downsampled = false;
+  storage::SeriesResult result;
+  if (scope == analysis::MetricScope::kBlock) {
+    ASSIGN_OR_RETURN(result, PerBlockSeries(store, query, limits));
+    downsampled = DownsampleSeries(request.max_points(), &result.points);
+    RETURN_IF_ERROR(CheckSeriesPoints(static_cast<int64_t>(result.points.size()), limits));
+  } else {
+    ASSIGN_OR_RETURN(result, ReadSeries(store, query, request.max_points(), limits, &downsampled));
+  }
   pb::QuerySeriesResponse response;
   ToProto(result, request.metric(), &response);
   response.set_downsampled(downsampled);
@@ -89,7 +152,8 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
 
 absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& store,
                                                       const std::string& ns,
-                                                      const pb::QueryVectorsRequest& request) {
+                                                      const pb::QueryVectorsRequest& request,
+                                                      const RequestLimits& limits) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   const std::optional<analysis::MetricScope> scope = analysis::ScopeOfVectorKind(request.kind());
   if (!scope.has_value()) {
@@ -119,23 +183,27 @@ absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& sto
       break;
   }
   query.ns = ns;
+  VectorBudget budget(limits, "the vector query");
+  query.max_values = budget.left();
   ASSIGN_OR_RETURN(const storage::VectorResult result, store.QueryVectors(query));
+  RETURN_IF_ERROR(budget.Spend(result.values));
   pb::QueryVectorsResponse response;
   ToProto(result, &response);
   return response;
 }
 
 absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
-    storage::MetricsStore& store, const std::string& ns,
-    const pb::QueryTrajectoryRequest& request) {
+    storage::MetricsStore& store, const std::string& ns, const pb::QueryTrajectoryRequest& request,
+    const RequestLimits& limits) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   RETURN_IF_ERROR(ValidateHead(request.layer(), request.head()));
   RETURN_IF_ERROR(
       ValidateAgainstRun(store, ns, request.run(), request.layer(), request.head(), false)
           .status());
+  VectorBudget budget(limits, "the trajectory query");
   ASSIGN_OR_RETURN(QkVectorSeries means,
                    ReadHeadQkVectors(store, ns, request.run(), request.probe_id(), "q_mean",
-                                     "k_mean", request.layer(), request.head()));
+                                     "k_mean", request.layer(), request.head(), &budget));
   std::vector<int64_t> steps;
   std::vector<std::vector<double>> rows;  // Q̄ rows, then K̄ rows
   std::vector<std::vector<double>> k_rows;

@@ -27,20 +27,26 @@ absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store, cons
                                               const pb::ListRunsRequest& request);
 // Points ordered by layer, head, step; since_step is an exclusive lower bound combined
 // with from_step/to_step; max_points > 0 downsamples each (layer, head) series
-// (server/series_downsampling.h) and sets `downsampled`. RESOURCE_EXHAUSTED when the answer
-// would have more points than `limits` allow.
+// (server/series_downsampling.h) and sets `downsampled`. RESOURCE_EXHAUSTED, before any
+// point is read (the store counts them first), when the answer would have more points than
+// `limits` allow.
 absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store,
                                                     const std::string& ns,
                                                     const pb::QuerySeriesRequest& request,
                                                     const RequestLimits& limits);
+// RESOURCE_EXHAUSTED, before any is read, when the vectors hold more values than `limits`
+// allow.
 absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& store,
                                                       const std::string& ns,
-                                                      const pb::QueryVectorsRequest& request);
+                                                      const pb::QueryVectorsRequest& request,
+                                                      const RequestLimits& limits);
 // Projects every stored q_mean and k_mean of the head on the top two right singular
 // vectors of their uncentered stack (server/trajectory_projection.h). NOT_FOUND when the
-// head has no stored vectors (e.g. a layer or head out of range).
+// head has no stored vectors (e.g. a layer or head out of range); RESOURCE_EXHAUSTED as
+// QueryVectors'.
 absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
-    storage::MetricsStore& store, const std::string& ns, const pb::QueryTrajectoryRequest& request);
+    storage::MetricsStore& store, const std::string& ns, const pb::QueryTrajectoryRequest& request,
+    const RequestLimits& limits);
 
 // Most recent first; limit 0 means 100; `run` keeps only that run's jobs.
 absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner, const std::string& ns,

@@ -46,7 +46,8 @@ absl::StatusOr<storage::RunInfo> ValidateAgainstRun(storage::MetricsStore& store
 absl::StatusOr<QkVectorSeries> ReadHeadQkVectors(
     storage::MetricsStore& store, const std::string& ns, const std::string& run,
     const std::string& probe_id, const std::string& q_kind, const std::string& k_kind,
-    int32_t layer, int32_t head, std::optional<int64_t> from_step, std::optional<int64_t> to_step) {
+    int32_t layer, int32_t head, VectorBudget* budget, std::optional<int64_t> from_step,
+    std::optional<int64_t> to_step) {
   storage::VectorQuery query;
   query.ns = ns;
   query.run = run;
@@ -56,9 +57,13 @@ absl::StatusOr<QkVectorSeries> ReadHeadQkVectors(
   query.from_step = from_step;
   query.to_step = to_step;
   query.kind = q_kind;
+  query.max_values = budget->left();
   ASSIGN_OR_RETURN(storage::VectorResult q, store.QueryVectors(query));
+  RETURN_IF_ERROR(budget->Spend(q.values));
   query.kind = k_kind;
+  query.max_values = budget->left();
   ASSIGN_OR_RETURN(storage::VectorResult k, store.QueryVectors(query));
+  RETURN_IF_ERROR(budget->Spend(k.values));
   std::map<int64_t, std::vector<double>*> k_by_step;
   for (storage::VectorPoint& point : k.points) k_by_step[point.step] = &point.values;
   QkVectorSeries series;

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/request_limits.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope::server::queries {
@@ -38,11 +39,13 @@ struct QkVectorSeries {
 };
 
 // Kinds `q_kind` and `k_kind` of one head at every step in [from_step, to_step] that has
-// both; the store's errors (INVALID_ARGUMENT for a kind the run does not have).
+// both; the store's errors (INVALID_ARGUMENT for a kind the run does not have). Each kind's
+// size is spent from `budget` before it is read (RESOURCE_EXHAUSTED, nothing read, when
+// it passes).
 absl::StatusOr<QkVectorSeries> ReadHeadQkVectors(
     storage::MetricsStore& store, const std::string& ns, const std::string& run,
     const std::string& probe_id, const std::string& q_kind, const std::string& k_kind,
-    int32_t layer, int32_t head, std::optional<int64_t> from_step = std::nullopt,
-    std::optional<int64_t> to_step = std::nullopt);
+    int32_t layer, int32_t head, VectorBudget* budget,
+    std::optional<int64_t> from_step = std::nullopt, std::optional<int64_t> to_step = std::nullopt);
 
 }  // namespace anisoscope::server::queries

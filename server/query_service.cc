@@ -18,17 +18,19 @@ grpc::ServerUnaryReactor* QueryServiceImpl::ListRuns(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* QueryServiceImpl::QuerySeries(grpc::CallbackServerContext* context,
                                                         const pb::QuerySeriesRequest* request,
                                                         pb::QuerySeriesResponse* response) {
-  return RespondAuthorized(
-      *access_, context, Action::kRead, response,
-      [&](const Principal& caller) { return queries::QuerySeries(*store_, caller.ns, *request, limits_); });
+  return RespondAuthorized(*access_, context, Action::kRead, response,
+                           [&](const Principal& caller) {
+                             return queries::QuerySeries(*store_, caller.ns, *request, limits_);
+                           });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QueryVectors(grpc::CallbackServerContext* context,
                                                          const pb::QueryVectorsRequest* request,
                                                          pb::QueryVectorsResponse* response) {
-  return RespondAuthorized(
-      *access_, context, Action::kRead, response,
-      [&](const Principal& caller) { return queries::QueryVectors(*store_, caller.ns, *request); });
+  return RespondAuthorized(*access_, context, Action::kRead, response,
+                           [&](const Principal& caller) {
+                             return queries::QueryVectors(*store_, caller.ns, *request, limits_);
+                           });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QueryTrajectory(
@@ -36,7 +38,7 @@ grpc::ServerUnaryReactor* QueryServiceImpl::QueryTrajectory(
     pb::QueryTrajectoryResponse* response) {
   return RespondAuthorized(*access_, context, Action::kRead, response,
                            [&](const Principal& caller) {
-                             return queries::QueryTrajectory(*store_, caller.ns, *request);
+                             return queries::QueryTrajectory(*store_, caller.ns, *request, limits_);
                            });
 }
 
@@ -45,17 +47,17 @@ grpc::ServerUnaryReactor* QueryServiceImpl::QueryTokenCloud(
     pb::QueryTokenCloudResponse* response) {
   return RespondAuthorized(*access_, context, Action::kRead, response,
                            [&](const Principal& caller) {
-                             return queries::QueryTokenCloud(*store_, caller.ns, *request);
+                             return queries::QueryTokenCloud(*store_, caller.ns, *request, limits_);
                            });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QueryCorrelation(
     grpc::CallbackServerContext* context, const pb::QueryCorrelationRequest* request,
     pb::QueryCorrelationResponse* response) {
-  return RespondAuthorized(*access_, context, Action::kRead, response,
-                           [&](const Principal& caller) {
-                             return queries::QueryCorrelation(*store_, caller.ns, *request);
-                           });
+  return RespondAuthorized(
+      *access_, context, Action::kRead, response, [&](const Principal& caller) {
+        return queries::QueryCorrelation(*store_, caller.ns, *request, limits_);
+      });
 }
 
 grpc::ServerUnaryReactor* QueryServiceImpl::QueryIsotropicBaseline(

@@ -37,6 +37,12 @@ void DownsampleOne(const std::vector<storage::SeriesPoint>& points, size_t begin
 
 }  // namespace
 
+int64_t DownsampledSize(int64_t points, int max_points) {
+  if (max_points <= 0 || points <= max_points) return points;
+  const int64_t buckets = std::max(1, max_points / 2);
+  return std::min(points, 2 * buckets + 2);  // first, last, and a minimum and maximum each
+}
+
 bool DownsampleSeries(int max_points, std::vector<storage::SeriesPoint>* points) {
   if (max_points <= 0) return false;
   const size_t limit = static_cast<size_t>(max_points);

@@ -2,6 +2,7 @@
 // max_points). Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "storage/types.h"
@@ -16,5 +17,9 @@ namespace anisoscope::server {
 // points are always kept. Order is preserved. `max_points` <= 0 keeps everything.
 // Returns true when some series was reduced.
 bool DownsampleSeries(int max_points, std::vector<storage::SeriesPoint>* points);
+
+// The most points DownsampleSeries keeps of one series of `points` points (for sizing an
+// answer before it is read).
+int64_t DownsampledSize(int64_t points, int max_points);
 
 }  // namespace anisoscope::server

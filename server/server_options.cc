@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/device_name.h"
+#include "server/http_walls.h"
 
 namespace anisoscope::server {
 namespace {
@@ -83,6 +84,15 @@ CLI::Validator IntAtLeast(int min) {
       absl::StrCat("INT>=", min));
 }
 
+CLI::Validator Origin() {
+  return CLI::Validator(
+      [](const std::string& value) {
+        const absl::StatusOr<std::string> origin = NormalizeOrigin(value);
+        return origin.ok() ? std::string() : std::string(origin.status().message());
+      },
+      "ORIGIN");
+}
+
 CLI::Validator Device() {
   return CLI::Validator(
       [](const std::string& value) {
@@ -129,12 +139,55 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
       "the most HTTP request threads; each open connection holds one while it lasts, and "
       "connections beyond it wait (default 0: 32 per core, at least 128)")
       ->check(IntAtLeast(0));
+  add("http-max-queued", options.http_max_queued,
+      "the most HTTP connections waiting for a thread once --http-threads are busy; one more "
+      "is answered 503 and closed")
+      ->check(IntAtLeast(0));
+  add("http-read-timeout", options.http_read_timeout_seconds,
+      "seconds an HTTP client may take to send one request's line and headers, in all (not "
+      "per read), and the TLS handshake; a slower one is disconnected")
+      ->check(Seconds());
+  add("http-write-timeout", options.http_write_timeout_seconds,
+      "seconds one HTTP answer may take to be sent, in all; a client reading slower is "
+      "disconnected")
+      ->check(Seconds());
+  add("cors-origin", options.cors_origins,
+      "an origin (scheme://host[:port]) whose web pages may read the HTTP API: it gets "
+      "Access-Control-Allow-Origin; repeatable (default none: the dashboard is same-origin; "
+      "never '*'). With --auth none, requests from pages of other origins are refused")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->delimiter(' ')
+      ->check(Origin());
   add("max-series-points", options.limits.max_series_points,
-      "the most points one series query may answer (after max_points); more is "
+      "the most points one series query may answer (after max_points), counted before any is "
+      "read, and the most it reads at once to downsample (a layer, or one series); more is "
       "RESOURCE_EXHAUSTED (HTTP 429) naming this flag")
+      ->check(CLI::PositiveNumber);
+  add("max-vector-values", options.limits.max_vector_values,
+      "the most stored float64 values one vectors, trajectory or token cloud query (or one "
+      "block of a per-block series) may read, sized before any is read (default 2^23: 64 MiB); "
+      "more is RESOURCE_EXHAUSTED (HTTP 429) naming this flag")
+      ->check(CLI::PositiveNumber);
+  add("max-probe-tokens", options.limits.max_probe_tokens,
+      "the most token ids one job's probe may hold (a token file's, counted as it is read and "
+      "read no further; a text probe's samples x seq_len; samples may not pass it either); a "
+      "bigger probe is refused at submit "
+      "(RESOURCE_EXHAUSTED naming this flag), as is one whose units would not fit a 64 MiB "
+      "gRPC message (default 128 x 2048)")
       ->check(CLI::PositiveNumber);
   add("max-watch-streams", options.limits.max_watch_streams,
       "the most WatchJob streams open at once, all callers together; more is "
+      "RESOURCE_EXHAUSTED naming this flag")
+      ->check(IntAtLeast(1));
+  add("max-watch-streams-per-caller", options.limits.max_watch_streams_per_caller,
+      "the most WatchJob streams one caller (a token, a client certificate; with --auth none, "
+      "everyone) may hold open; more is RESOURCE_EXHAUSTED naming this flag. A stream whose "
+      "reader falls behind gets the job's latest state instead of every event")
+      ->check(IntAtLeast(1));
+  add("max-watch-streams-per-namespace", options.limits.max_watch_streams_per_namespace,
+      "the most WatchJob streams open in one namespace, all its callers together; more is "
       "RESOURCE_EXHAUSTED naming this flag")
       ->check(IntAtLeast(1));
   add("workers", options.workers,
@@ -152,6 +205,13 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
   add("max-attempts", options.max_attempts,
       "leases of one checkpoint that may end without a result (expired or retryable) before it "
       "fails with the last error")
+      ->check(IntAtLeast(1));
+  add("max-leases-per-worker", options.max_leases_per_worker,
+      "the most leases one worker identity (a token, a client certificate; with --auth none, "
+      "every remote worker together) may hold and wait for at once; more is RESOURCE_EXHAUSTED "
+      "naming this flag. Each anisoscope-worker holds up to 2 (one computing, one uploading): "
+      "give each node its own token, or raise this for workers sharing one (embedded workers "
+      "are not counted)")
       ->check(IntAtLeast(1));
   add("device", options.extractor.device, "cpu, cuda or cuda:N")->check(Device());
   add("threads", options.extractor.num_threads, "intra-op threads per worker; 0 uses every core")
@@ -185,14 +245,6 @@ std::string ServerUsage() {
   CLI::App app(kDescription, "anisoscope-server");
   AddFlags(app, defaults);
   return app.help();
-}
-
-bool IsLoopback(const std::string& host_port) {
-  std::string host = host_port.substr(0, host_port.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 absl::StatusOr<AuthMode> AuthModeFor(const ServerOptions& options) {

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/extractor.h"
 #include "server/access_control.h"
+#include "server/loopback.h"
 #include "server/request_limits.h"
 
 namespace anisoscope::server {
@@ -26,7 +27,16 @@ struct ServerOptions {
   // --http-threads: the most HTTP request threads; 0: follow the machine
   // (DefaultHttpThreads, 32 per core, at least 128).
   int http_threads = 0;
-  // --max-series-points, --max-watch-streams: per-request limits (server/request_limits.h).
+  // --http-max-queued: connections that may wait for an HTTP thread; more get a 503.
+  int http_max_queued = 256;
+  // --http-read-timeout, --http-write-timeout: seconds for one request's line and headers
+  // and for one answer, each in all (HttpServer::Options).
+  double http_read_timeout_seconds = 5;
+  double http_write_timeout_seconds = 10;
+  // --cors-origin (repeatable): origins whose pages may read the HTTP API; none by default.
+  std::vector<std::string> cors_origins;
+  // --max-series-points, --max-vector-values, --max-probe-tokens, --max-watch-streams and
+  // its -per-caller and -per-namespace: per-request limits (server/request_limits.h).
   RequestLimits limits;
   // --workers: embedded worker threads, each with its own extractor; 0 leaves all work to
   // remote anisoscope-worker processes.
@@ -37,6 +47,8 @@ struct ServerOptions {
   double follow_interval_seconds = 2;
   // --max-attempts: leases of one step that may end without a result before it fails.
   int max_attempts = 3;
+  // --max-leases-per-worker: leases and waits one remote worker identity may hold at once.
+  int max_leases_per_worker = 16;
   // --device, --dtype, --threads, --batch-size: how each worker's extractor runs.
   analysis::TorchExtractorOptions extractor;
   // --auth: "tokens" (a bearer token on every call) or "none"; empty: tokens unless every
@@ -67,8 +79,6 @@ std::string ServerUsage();
 // <directory of the running executable>/../web (build/web for build/bin/anisoscope-server).
 std::string DefaultWebDir();
 
-// True when HOST of `host_port` is a loopback address (127.0.0.0/8, ::1, localhost).
-bool IsLoopback(const std::string& host_port);
 // The access mode of `options`: --auth when given, else tokens unless --listen and
 // --http-listen are both loopback. INVALID_ARGUMENT, saying why, for --auth none on an
 // address other hosts can reach.

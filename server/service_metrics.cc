@@ -1,8 +1,10 @@
 #include "server/service_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/models/model_shape.h"
 #include "common/json_text.h"
 
 namespace anisoscope::server {
@@ -34,10 +36,22 @@ void AppendGauge(const std::string& name, const std::string& help, int64_t value
   absl::StrAppend(out, name, " ", value, "\n");
 }
 
-// "cuda:0 (NVIDIA H100)" -> "cuda"; "cpu" -> "cpu"; "" -> "unknown".
+// Label values that come from workers are one of a fixed set, so that no worker can grow the
+// exposition: anything else is "other".
+constexpr char kOtherLabel[] = "other";
+
+// "cuda:0 (NVIDIA H100)" -> "cuda"; "cpu" -> "cpu"; "" -> "unknown"; any other -> "other".
 std::string DeviceKind(const std::string& device) {
   const std::string kind = device.substr(0, device.find_first_of(": ("));
-  return kind.empty() ? "unknown" : kind;
+  if (kind.empty()) return "unknown";
+  return kind == "cpu" || kind == "cuda" ? kind : kOtherLabel;
+}
+
+// A family the engine makes (analysis::ModelFamilies), else "other".
+std::string FamilyLabel(const std::string& family) {
+  const std::vector<std::string>& families = analysis::ModelFamilies();
+  return std::find(families.begin(), families.end(), family) != families.end() ? family
+                                                                               : kOtherLabel;
 }
 
 }  // namespace
@@ -98,7 +112,8 @@ ServiceMetrics::ServiceMetrics()
 
 void ServiceMetrics::RecordCheckpoint(const std::string& family, const std::string& device,
                                       double seconds) {
-  const Histogram::Labels labels = {{"family", family}, {"device", DeviceKind(device)}};
+  const Histogram::Labels labels = {{"family", FamilyLabel(family)},
+                                    {"device", DeviceKind(device)}};
   absl::MutexLock lock(&mu_);
   ++checkpoints_[labels];
   checkpoint_seconds_.Observe(labels, seconds);
@@ -132,6 +147,12 @@ std::string ServiceMetrics::Exposition(const Gauges& gauges) const {
   AppendGauge("anisoscope_http_waiting_connections",
               "HTTP connections accepted that wait for a request thread.",
               gauges.http_waiting_connections, &out);
+  AppendHeader("anisoscope_http_refused_connections_total", "counter",
+               "HTTP connections answered 503 because every thread was busy and "
+               "--http-max-queued connections waited.",
+               &out);
+  absl::StrAppend(&out, "anisoscope_http_refused_connections_total ",
+                  gauges.http_refused_connections, "\n");
   absl::MutexLock lock(&mu_);
   AppendHeader("anisoscope_checkpoints_analysed_total", "counter",
                "Checkpoints analysed and stored since the server started.", &out);

@@ -52,12 +52,16 @@ class ServiceMetrics {
     int64_t http_threads = 0;
     int64_t http_busy_threads = 0;
     int64_t http_waiting_connections = 0;
+    // Connections answered 503 since the start: threads busy and --http-max-queued waiting.
+    int64_t http_refused_connections = 0;
   };
 
   ServiceMetrics();
 
-  // A checkpoint analysed and stored: `family` (e.g. "bert"), `device` (a worker's device
-  // text, e.g. "cuda:0 (NVIDIA H100)"; labelled by its kind, "cuda") and its seconds.
+  // A checkpoint analysed and stored: `family` (e.g. "bert"; one the engine does not make is
+  // labelled "other"), `device` (a worker's device text, e.g. "cuda:0 (NVIDIA H100)";
+  // labelled by its kind, "cuda" or "cpu", else "other") and its seconds. Both come from
+  // workers: the label values are a fixed set.
   void RecordCheckpoint(const std::string& family, const std::string& device, double seconds);
   // A query answered: `api` "grpc" or "http", `method` e.g. "QuerySeries" or "/api/v1/series".
   void RecordQuery(const std::string& api, const std::string& method, double seconds);

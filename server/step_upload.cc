@@ -1,7 +1,9 @@
 #include "server/step_upload.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -9,6 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "analysis/checkpoint/fingerprint.h"
 #include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/models/model_shape.h"
+#include "analysis/probe/probe.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::server {
@@ -20,21 +24,57 @@ absl::Status Refuse(const std::string& field, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("metrics.", field, ": ", why));
 }
 
+const std::string& BlockName(const pb::ScalarBlock& block) { return block.metric(); }
+const std::string& BlockName(const pb::VectorBlock& block) { return block.kind(); }
+
 absl::Status CheckShape(const pb::StepMetrics& metrics) {
-  if (metrics.model_family().empty()) return Refuse("model_family", "empty");
-  const std::pair<const char*, int> dimensions[] = {{"num_layers", metrics.num_layers()},
-                                                    {"num_heads", metrics.num_heads()},
-                                                    {"head_dim", metrics.head_dim()}};
-  for (const auto& [name, value] : dimensions) {
-    if (value < 1 || value > kMaxShapeDimension) {
-      return Refuse(name, absl::StrCat(value, " is outside 1..", kMaxShapeDimension));
+  const std::vector<std::string>& families = analysis::ModelFamilies();
+  if (std::find(families.begin(), families.end(), metrics.model_family()) == families.end()) {
+    return Refuse("model_family", absl::StrCat("'", metrics.model_family().substr(0, 64),
+                                               "' is not one of ", absl::StrJoin(families, ", ")));
+  }
+  const std::tuple<const char*, int, int> dimensions[] = {
+      {"num_layers", metrics.num_layers(), kMaxLayers},
+      {"num_heads", metrics.num_heads(), kMaxHeads},
+      {"head_dim", metrics.head_dim(), kMaxHeadDim},
+      {"hidden_size", metrics.hidden_size(), kMaxHiddenSize}};
+  for (const auto& [name, value, most] : dimensions) {
+    if (value < 1 || value > most) {
+      return Refuse(name, absl::StrCat(value, " is outside 1..", most));
     }
   }
   return absl::OkStatus();
 }
 
-const std::string& BlockName(const pb::ScalarBlock& block) { return block.metric(); }
-const std::string& BlockName(const pb::VectorBlock& block) { return block.kind(); }
+// Each value finite, or NaN where MayBeUndefined allows it (never ±inf).
+template <typename Block>
+absl::Status CheckValues(const google::protobuf::RepeatedPtrField<Block>& blocks,
+                         const std::string& field) {
+  for (int i = 0; i < blocks.size(); ++i) {
+    const std::string& name = BlockName(blocks[i]);
+    const bool nan_allowed = analysis::MayBeUndefined(name);
+    const auto& values = blocks[i].values();
+    for (int v = 0; v < values.size(); ++v) {
+      const double value = values[v];
+      if (std::isfinite(value) || (nan_allowed && std::isnan(value))) continue;
+      return Refuse(absl::StrCat(field, "[", i, "] '", name, "'"),
+                    absl::StrCat("value ", v, " is ", std::isnan(value) ? "NaN" : "infinite",
+                                 nan_allowed ? "; METRICS.md allows NaN here but never infinity"
+                                             : "; METRICS.md defines it as a finite number"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAllValues(const pb::StepMetrics& metrics) {
+  RETURN_IF_ERROR(CheckValues(metrics.per_head(), "per_head"));
+  RETURN_IF_ERROR(CheckValues(metrics.per_hidden_state(), "per_hidden_state"));
+  RETURN_IF_ERROR(CheckValues(metrics.per_checkpoint(), "per_checkpoint"));
+  RETURN_IF_ERROR(CheckValues(metrics.vectors(), "vectors"));
+  RETURN_IF_ERROR(CheckValues(metrics.samples(), "samples"));
+  RETURN_IF_ERROR(CheckValues(metrics.hidden_state_vectors(), "hidden_state_vectors"));
+  return CheckValues(metrics.checkpoint_vectors(), "checkpoint_vectors");
+}
 
 // Checks that `blocks` name each of `required` once (plus any of `optional`), each with
 // `size` values; calls `use(name, values)` for each.
@@ -73,11 +113,17 @@ absl::Status CheckFingerprint(const std::string& fingerprint) {
 
 absl::Status CheckProbe(const pb::Probe& probe) {
   const std::string& id = probe.id();
-  const bool hex = id.size() == 17 && id[0] == 'p' &&
+  const bool hex = id.size() == 33 && id[0] == 'p' &&
                    id.find_first_not_of("0123456789abcdef", 1) == std::string::npos;
   if (!hex) {
     return absl::InvalidArgumentError(
-        absl::StrCat("probe.id '", id, "' is not 'p' and 16 hex digits"));
+        absl::StrCat("probe.id '", id.substr(0, 64),
+                     "' is not 'p' and 32 hex digits (a worker older than this server?)"));
+  }
+  if (probe.description().size() > kMaxProbeDescriptionBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("probe.description has ",
+                                                   probe.description().size(), " bytes, more than ",
+                                                   kMaxProbeDescriptionBytes));
   }
   if (probe.num_samples() < 1 || probe.num_tokens() < probe.num_samples()) {
     return absl::InvalidArgumentError(absl::StrCat("probe.num_samples ", probe.num_samples(),
@@ -87,7 +133,86 @@ absl::Status CheckProbe(const pb::Probe& probe) {
   return absl::OkStatus();
 }
 
+// Σ_s min(len_s, cut): the tokens of `samples` cut to `cut` ids each.
+int64_t TokensCutTo(const google::protobuf::RepeatedPtrField<pb::TokenSample>& samples,
+                    int64_t cut) {
+  int64_t total = 0;
+  for (const pb::TokenSample& sample : samples) total += std::min<int64_t>(sample.ids_size(), cut);
+  return total;
+}
+
+// The id of a token probe as the worker computes it (analysis::ComputeProbeId of the unit's
+// samples, each cut to the model's length): the one cut that leaves `num_tokens` tokens (the
+// unit's seq_len when it sets one; the shortest such cut otherwise, which cuts nothing more
+// than any other); INVALID_ARGUMENT when no cut does.
+absl::StatusOr<std::string> TokenProbeId(const pb::UnitProbe& probe, int64_t num_tokens) {
+  const auto& samples = probe.tokens().samples();
+  int64_t longest = 0;
+  for (const pb::TokenSample& sample : samples) {
+    longest = std::max<int64_t>(longest, sample.ids_size());
+  }
+  int64_t cut = probe.seq_len() > 0 ? probe.seq_len() : 0;
+  if (cut == 0) {
+    int64_t low = 1;
+    int64_t high = std::max<int64_t>(longest, 1);
+    while (low < high) {  // the smallest cut leaving at least num_tokens tokens
+      const int64_t mid = low + (high - low) / 2;
+      if (TokensCutTo(samples, mid) >= num_tokens) {
+        high = mid;
+      } else {
+        low = mid + 1;
+      }
+    }
+    cut = low;
+  }
+  if (TokensCutTo(samples, cut) != num_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "probe.num_tokens ", num_tokens, " is not the unit's token probe (", samples.size(),
+        " samples of up to ", longest, " ids) cut to any one length",
+        probe.seq_len() > 0 ? absl::StrCat(" (its seq_len is ", probe.seq_len(), ")") : ""));
+  }
+  std::vector<std::vector<int64_t>> cut_samples;
+  cut_samples.reserve(samples.size());
+  for (const pb::TokenSample& sample : samples) {
+    const int64_t keep = std::min<int64_t>(sample.ids_size(), cut);
+    cut_samples.emplace_back(sample.ids().begin(), sample.ids().begin() + keep);
+  }
+  return analysis::ComputeProbeId(cut_samples);
+}
+
 }  // namespace
+
+absl::Status CheckUploadMatchesUnit(const pb::CompleteWorkRequest& upload,
+                                    const pb::UnitProbe& probe,
+                                    const std::string& reported_probe_id) {
+  const pb::Probe& uploaded = upload.probe();
+  if (!reported_probe_id.empty() && uploaded.id() != reported_probe_id) {
+    return absl::InvalidArgumentError(absl::StrCat("probe.id '", uploaded.id().substr(0, 64),
+                                                   "' is not the probe id '", reported_probe_id,
+                                                   "' this lease's heartbeat reported"));
+  }
+  if (probe.has_tokens()) {
+    if (uploaded.num_samples() != probe.tokens().samples_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("probe.num_samples ", uploaded.num_samples(), " is not the unit's ",
+                       probe.tokens().samples_size(), " token samples"));
+    }
+    ASSIGN_OR_RETURN(const std::string id, TokenProbeId(probe, uploaded.num_tokens()));
+    if (uploaded.id() != id) {
+      return absl::InvalidArgumentError(absl::StrCat("probe.id '", uploaded.id().substr(0, 64),
+                                                     "' is not the id of the unit's token probe"));
+    }
+  } else if (probe.samples() > 0 && uploaded.num_samples() > probe.samples()) {
+    return absl::InvalidArgumentError(absl::StrCat("probe.num_samples ", uploaded.num_samples(),
+                                                   " is more than the unit's ", probe.samples()));
+  }
+  if (upload.metrics().token_samples() > probe.token_samples()) {
+    return Refuse("token_samples",
+                  absl::StrCat(upload.metrics().token_samples(), " is more than the unit's ",
+                               probe.token_samples()));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkRequest& upload,
                                                          const std::string& run, int64_t step,
@@ -95,9 +220,12 @@ absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkR
   const pb::StepMetrics& metrics = upload.metrics();
   RETURN_IF_ERROR(CheckShape(metrics));
   RETURN_IF_ERROR(CheckProbe(upload.probe()));
-  if (upload.checkpoint_bytes() < 0 || !(upload.seconds() >= 0)) {
-    return absl::InvalidArgumentError("checkpoint_bytes and seconds must not be negative");
+  if (upload.checkpoint_bytes() < 0 || !(upload.seconds() >= 0) ||
+      !std::isfinite(upload.seconds())) {
+    return absl::InvalidArgumentError(
+        "checkpoint_bytes and seconds must be finite and not negative");
   }
+  RETURN_IF_ERROR(CheckAllValues(metrics));
   RETURN_IF_ERROR(CheckFingerprint(upload.fingerprint()));
   storage::StepResult result;
   result.run = run;
@@ -174,10 +302,6 @@ absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkR
       metrics.token_samples() > 0 ? sample_kinds : std::vector<std::string>(), {},
       per_head * sample_dim, store_vectors(per_head, sample_dim, head_layer, head_head)));
 
-  if (metrics.hidden_size() < 1 || metrics.hidden_size() > kMaxShapeDimension) {
-    return Refuse("hidden_size",
-                  absl::StrCat(metrics.hidden_size(), " is outside 1..", kMaxShapeDimension));
-  }
   const size_t hidden_size = metrics.hidden_size();
   const size_t spectrum = std::min<size_t>(hidden_size, static_cast<size_t>(tokens));
   RETURN_IF_ERROR(CheckBlocks(

@@ -22,8 +22,9 @@ class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
 
   // Touches nothing of `this` after Lease: the answer may finish the call, and OnDone
   // delete the reactor, before Lease returns.
-  void Start(const pb::LeaseWorkRequest& request, bool local) {
-    runner_->Lease(ticket_, request, local, [this](absl::StatusOr<pb::LeaseWorkResponse> answer) {
+  void Start(const pb::LeaseWorkRequest& request, const JobRunner::LeaseCaller& caller) {
+    identity_ = caller.identity;
+    runner_->Lease(ticket_, request, caller, [this](absl::StatusOr<pb::LeaseWorkResponse> answer) {
       if (answer.ok()) *response_ = std::move(answer).value();
       Finish(ToGrpcStatus(answer.status()));
     });
@@ -42,7 +43,7 @@ class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
       pb::FailWorkRequest release;
       release.set_lease_id(response_->unit().lease_id());
       release.set_kind(pb::FailWorkRequest::KIND_RELEASED);
-      runner_->Fail(release).IgnoreError();  // already ended otherwise: nothing to do
+      runner_->Fail(release, identity_).IgnoreError();  // already ended otherwise: nothing to do
     }
     delete this;
   }
@@ -52,6 +53,7 @@ class LeaseWorkReactor final : public grpc::ServerUnaryReactor {
   pb::LeaseWorkResponse* const response_;
   std::atomic<bool> cancelled_{false};
   const int64_t ticket_;
+  std::string identity_;  // the caller's, set before the lease is asked for
 };
 
 }  // namespace
@@ -60,11 +62,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerConte
                                                        const pb::LeaseWorkRequest* request,
                                                        pb::LeaseWorkResponse* response) {
   const Credentials credentials = CallCredentials(*context, embedded_key_);
-  if (absl::Status status = access_->Authorize(credentials, Action::kWork).status(); !status.ok()) {
-    return Respond(context, status);
-  }
+  absl::StatusOr<Principal> caller = access_->Authorize(credentials, Action::kWork);
+  if (!caller.ok()) return Respond(context, caller.status());
   auto* reactor = new LeaseWorkReactor(runner_, response);
-  reactor->Start(*request, credentials.embedded);
+  reactor->Start(*request, {caller->name, caller->work_scope, credentials.embedded});
   return reactor;
 }
 
@@ -73,7 +74,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
                                                        pb::HeartbeatResponse* response) {
   return RespondAuthorized(
       *access_, context, Action::kWork, response,
-      [&](const Principal&) { return runner_->Heartbeat(*request); }, embedded_key_);
+      [&](const Principal& caller) { return runner_->Heartbeat(*request, caller.name); },
+      embedded_key_);
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteWork(grpc::CallbackServerContext* context,
@@ -90,8 +92,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::FailWork(grpc::CallbackServerContex
                                                       pb::FailWorkResponse* response) {
   return RespondAuthorized(
       *access_, context, Action::kWork, response,
-      [&](const Principal&) -> absl::StatusOr<pb::FailWorkResponse> {
-        RETURN_IF_ERROR(runner_->Fail(*request));
+      [&](const Principal& caller) -> absl::StatusOr<pb::FailWorkResponse> {
+        RETURN_IF_ERROR(runner_->Fail(*request, caller.name));
         return pb::FailWorkResponse();
       },
       embedded_key_);

@@ -1,6 +1,7 @@
 // WorkerService adapter: hands the JobRunner's leases to workers and takes their
 // heartbeats, uploads and failures. Every call is authorized for Action::kWork (a worker
-// or admin token, a verified client certificate, or the embedded workers' key). Callback
+// or admin token, a verified client certificate, or the embedded workers' key); the
+// caller's Principal (name, work scope) is the identity its leases are bound to. Callback
 // API: LeaseWork long-polls without holding a thread (the runner answers the reactor when a
 // unit or the deadline comes). `runner` and `access` are not owned and outlive the
 // grpc::Server.

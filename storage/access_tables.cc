@@ -41,6 +41,19 @@ absl::StatusOr<TokenRecord> CreateTokenInDb(SqliteDb* db, const TokenRecord& tok
     return absl::InvalidArgumentError(
         absl::StrCat("token role must be reader, writer, worker or admin; got '", token.role, "'"));
   }
+  // The names of the callers that are not tokens, so that no token passes for one of them
+  // (a lease is bound to its caller's name).
+  if (token.name == "embedded" || token.name == "anonymous" || token.name.rfind("cert:", 0) == 0 ||
+      token.name.rfind("host:", 0) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token name '", token.name,
+        "' is reserved (embedded, anonymous, cert:…, host:… name callers without tokens)"));
+  }
+  if (token.ns == kAnyNamespace && token.role != "worker") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "namespace '", kAnyNamespace, "' (every namespace) is only for worker tokens; a ",
+        token.role, " token belongs to one namespace"));
+  }
   ASSIGN_OR_RETURN(Statement active,
                    db->Prepare("SELECT 1 FROM tokens WHERE name = ? AND revoked_at = ''"));
   RETURN_IF_ERROR(active.BindAll(token.name));

@@ -18,7 +18,9 @@
 namespace anisoscope::storage {
 
 // Inserts an active token (name, ns, role, sha256 from `token`) and returns it as stored.
-// ALREADY_EXISTS when an active token has that name; INVALID_ARGUMENT for an unknown role.
+// ALREADY_EXISTS when an active token has that name; INVALID_ARGUMENT for an unknown role,
+// for kAnyNamespace on a role other than worker, or for a name of a caller without a token
+// ("embedded", "anonymous", "cert:…", "host:…").
 absl::StatusOr<TokenRecord> CreateTokenInDb(SqliteDb* db, const TokenRecord& token);
 // Every token, oldest first; only the active ones when `active_only`.
 absl::StatusOr<std::vector<TokenRecord>> ListTokensInDb(SqliteDb* db, bool active_only);

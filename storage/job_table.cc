@@ -59,8 +59,8 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
   ASSIGN_OR_RETURN(
       Statement select,
       db->Prepare("SELECT step, path, size_bytes, state, error, probe_id, seconds, attempt, "
-                  "lease_id, lease_local, worker, fingerprint, duplicate_of FROM checkpoints "
-                  "WHERE job_id = ? ORDER BY step"));
+                  "lease_id, lease_local, worker, fingerprint, duplicate_of, lease_holder "
+                  "FROM checkpoints WHERE job_id = ? ORDER BY step"));
   RETURN_IF_ERROR(select.BindAll(job->id));
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
@@ -85,6 +85,7 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
     checkpoint.worker = select.ColumnText(10);
     checkpoint.fingerprint = select.ColumnText(11);
     checkpoint.duplicate_of = select.ColumnInt64(12);
+    checkpoint.lease_holder = select.ColumnText(13);
   }
   return absl::OkStatus();
 }
@@ -262,13 +263,13 @@ absl::StatusOr<std::string> UpdateCheckpointInTransaction(SqliteDb* db, int64_t 
   ASSIGN_OR_RETURN(Statement update,
                    db->Prepare("UPDATE checkpoints SET state = ?, error = ?, probe_id = ?, "
                                "seconds = ?, size_bytes = ?, attempt = ?, lease_id = ?, "
-                               "lease_local = ?, worker = ?, fingerprint = ?, duplicate_of = ? "
-                               "WHERE job_id = ? AND step = ?"));
+                               "lease_local = ?, worker = ?, fingerprint = ?, duplicate_of = ?, "
+                               "lease_holder = ? WHERE job_id = ? AND step = ?"));
   RETURN_IF_ERROR(update.BindAll(
       StepStateName(checkpoint.state), checkpoint.error, checkpoint.probe_id, checkpoint.seconds,
       checkpoint.size_bytes, checkpoint.attempt, checkpoint.lease_id,
       int64_t{checkpoint.lease_local ? 1 : 0}, checkpoint.worker, checkpoint.fingerprint,
-      checkpoint.duplicate_of, job_id, checkpoint.step));
+      checkpoint.duplicate_of, checkpoint.lease_holder, job_id, checkpoint.step));
   RETURN_IF_ERROR(update.Run());
   if (db->Changes() == 0) {
     RETURN_IF_ERROR(GetJobFromDb(db, job_id).status());

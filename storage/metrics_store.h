@@ -61,7 +61,13 @@ class MetricsStore {
   // NOT_FOUND for an unknown run or probe; INVALID_ARGUMENT for an unknown metric (the
   // message lists the stored ones); FAILED_PRECONDITION when probe_id is empty and the run
   // has several probes (the message lists them).
+  // With query.limit, the read stops at the limit and sets `more` when others match.
   virtual absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) = 0;
+  // What QuerySeries(query) would read, counted in SQL without reading a point (its limit
+  // is ignored); the same errors.
+  virtual absl::StatusOr<SeriesCounts> CountSeries(const SeriesQuery& query) = 0;
+  // With query.max_values, the matching vectors' size is read first (from their stored
+  // byte lengths, not their content) and none is read when they pass it.
   virtual absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) = 0;
   // A number that changes whenever anything is committed to the database, by this store or
   // by another process; equal numbers mean nothing stored changed in between. Read on a

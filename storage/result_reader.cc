@@ -1,4 +1,4 @@
-// ListRunsInDb, GetRunFromDb, QuerySeriesInDb and QueryVectorsInDb (declared in
+// ListRunsInDb, GetRunFromDb, QuerySeriesInDb, CountSeriesInDb and QueryVectorsInDb (declared in
 // storage/result_tables.h).
 #include <algorithm>
 #include <cstdint>
@@ -90,8 +90,9 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
   RETURN_IF_ERROR(runs.BindAll(ns));
   ASSIGN_OR_RETURN(
       Statement probes,
-      db->Prepare("SELECT id, description, num_samples, num_tokens FROM probes WHERE id IN "
-                  "(SELECT probe_id FROM steps WHERE run_id = ?) ORDER BY id"));
+      db->Prepare("SELECT id, description, num_samples, num_tokens FROM probes WHERE "
+                  "namespace = ? AND id IN (SELECT probe_id FROM steps WHERE run_id = ?) "
+                  "ORDER BY id"));
   ASSIGN_OR_RETURN(Statement steps,
                    db->Prepare("SELECT DISTINCT step FROM steps WHERE run_id = ? ORDER BY step"));
   ASSIGN_OR_RETURN(
@@ -107,7 +108,7 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
     RunInfo& info = out.emplace_back(RunFromRow(runs, 1, ns));
 
     probes.Reset();
-    RETURN_IF_ERROR(probes.BindAll(run_id));
+    RETURN_IF_ERROR(probes.BindAll(ns, run_id));
     while (true) {
       ASSIGN_OR_RETURN(const bool probe_row, probes.Step());
       if (!probe_row) break;
@@ -146,11 +147,31 @@ absl::StatusOr<RunInfo> GetRunFromDb(SqliteDb* db, const std::string& ns, const 
   return RunFromRow(select, 0, ns);
 }
 
-absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query) {
-  ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.ns, query.run));
-  SeriesResult result;
-  ASSIGN_OR_RETURN(result.probe_id, ResolveProbe(db, run_id, query.run, query.probe_id));
+namespace {
 
+// The rows a series query selects: its run, probe and metric resolved, its steps bounded.
+struct SeriesSelection {
+  int64_t run_id = 0;
+  std::string probe_id;
+  int64_t metric_id = 0;
+  int64_t from_step = 0;
+  int64_t to_step = 0;
+  bool none = false;  // since_step leaves no step
+};
+
+// The FROM and WHERE of a series query, bound by BindSelection (?1 to ?9). Layer and head
+// are ranges (one value when given) so that the key (step_id, metric_id, layer, head) finds
+// a layer's or a head's points without reading the others.
+constexpr char kSeriesRows[] =
+    "FROM steps s JOIN series v ON v.step_id = s.id "
+    "WHERE s.run_id = ?1 AND s.probe_id = ?2 AND s.step BETWEEN ?3 AND ?4 "
+    "AND v.metric_id = ?5 AND v.layer BETWEEN ?6 AND ?7 AND v.head BETWEEN ?8 AND ?9";
+
+absl::StatusOr<SeriesSelection> SelectSeries(SqliteDb* db, const SeriesQuery& query) {
+  SeriesSelection selection;
+  ASSIGN_OR_RETURN(selection.run_id, RunId(db, query.ns, query.run));
+  ASSIGN_OR_RETURN(selection.probe_id,
+                   ResolveProbe(db, selection.run_id, query.run, query.probe_id));
   ASSIGN_OR_RETURN(Statement metric, db->Prepare("SELECT id FROM metrics WHERE name = ?"));
   RETURN_IF_ERROR(metric.BindAll(query.metric));
   ASSIGN_OR_RETURN(const bool known, metric.Step());
@@ -160,26 +181,49 @@ absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& qu
     return absl::InvalidArgumentError(
         absl::StrCat("unknown metric '", query.metric, "'; known metrics: ", ListNames(metrics)));
   }
-  const int64_t metric_id = metric.ColumnInt64(0);
-
-  ASSIGN_OR_RETURN(
-      Statement select,
-      db->Prepare(
-          "SELECT s.step, v.layer, v.head, v.value FROM steps s "
-          "JOIN series v ON v.step_id = s.id "
-          "WHERE s.run_id = ?1 AND s.probe_id = ?2 AND s.step BETWEEN ?3 AND ?4 "
-          "AND v.metric_id = ?5 AND (?6 IS NULL OR v.layer = ?6) AND (?7 IS NULL OR v.head = ?7) "
-          "ORDER BY v.layer, v.head, s.step"));
-  int64_t from_step = FromStep(query.from_step);
+  selection.metric_id = metric.ColumnInt64(0);
+  selection.from_step = FromStep(query.from_step);
+  selection.to_step = ToStep(query.to_step);
   if (query.after_step.has_value()) {
-    if (*query.after_step == std::numeric_limits<int64_t>::max()) return result;
-    from_step = std::max(from_step, *query.after_step + 1);
+    if (*query.after_step == std::numeric_limits<int64_t>::max()) {
+      selection.none = true;
+    } else {
+      selection.from_step = std::max(selection.from_step, *query.after_step + 1);
+    }
   }
-  RETURN_IF_ERROR(select.BindAll(run_id, result.probe_id, from_step, ToStep(query.to_step),
-                                 metric_id, query.layer, query.head));
+  return selection;
+}
+
+absl::Status BindSelection(Statement& statement, const SeriesSelection& selection,
+                           const SeriesQuery& query) {
+  constexpr int64_t kLowest = std::numeric_limits<int>::min();
+  constexpr int64_t kHighest = std::numeric_limits<int>::max();
+  return statement.BindAll(selection.run_id, selection.probe_id, selection.from_step,
+                           selection.to_step, selection.metric_id,
+                           query.layer.has_value() ? int64_t{*query.layer} : kLowest,
+                           query.layer.has_value() ? int64_t{*query.layer} : kHighest,
+                           query.head.has_value() ? int64_t{*query.head} : kLowest,
+                           query.head.has_value() ? int64_t{*query.head} : kHighest);
+}
+
+}  // namespace
+
+absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query) {
+  ASSIGN_OR_RETURN(const SeriesSelection selection, SelectSeries(db, query));
+  SeriesResult result;
+  result.probe_id = selection.probe_id;
+  if (selection.none) return result;
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare(absl::StrCat("SELECT s.step, v.layer, v.head, v.value ", kSeriesRows,
+                                            " ORDER BY v.layer, v.head, s.step")));
+  RETURN_IF_ERROR(BindSelection(select, selection, query));
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
     if (!row) break;
+    if (query.limit > 0 && static_cast<int64_t>(result.points.size()) >= query.limit) {
+      result.more = true;  // the limit + 1st point: stop before reading it
+      break;
+    }
     SeriesPoint& point = result.points.emplace_back();
     point.step = select.ColumnInt64(0);
     point.layer = select.ColumnInt(1);
@@ -191,16 +235,43 @@ absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& qu
   return result;
 }
 
+absl::StatusOr<SeriesCounts> CountSeriesInDb(SqliteDb* db, const SeriesQuery& query) {
+  ASSIGN_OR_RETURN(const SeriesSelection selection, SelectSeries(db, query));
+  SeriesCounts counts;
+  counts.probe_id = selection.probe_id;
+  if (selection.none) return counts;
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare(absl::StrCat("SELECT v.layer, v.head, COUNT(*) ", kSeriesRows,
+                                            " GROUP BY v.layer, v.head ORDER BY v.layer, v.head")));
+  RETURN_IF_ERROR(BindSelection(select, selection, query));
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) break;
+    counts.series.push_back({select.ColumnInt(0), select.ColumnInt(1), select.ColumnInt64(2)});
+  }
+  return counts;
+}
+
 absl::StatusOr<VectorResult> QueryVectorsInDb(SqliteDb* db, const VectorQuery& query) {
   ASSIGN_OR_RETURN(const int64_t run_id, RunId(db, query.ns, query.run));
   VectorResult result;
   ASSIGN_OR_RETURN(result.probe_id, ResolveProbe(db, run_id, query.run, query.probe_id));
 
-  ASSIGN_OR_RETURN(
-      Statement select,
-      db->Prepare("SELECT s.step, v.data FROM steps s JOIN vectors v ON v.step_id = s.id "
-                  "WHERE s.run_id = ? AND s.probe_id = ? AND s.step BETWEEN ? AND ? "
-                  "AND v.kind = ? AND v.layer = ? AND v.head = ? ORDER BY s.step"));
+  constexpr char kVectorRows[] =
+      "FROM steps s JOIN vectors v ON v.step_id = s.id "
+      "WHERE s.run_id = ? AND s.probe_id = ? AND s.step BETWEEN ? AND ? "
+      "AND v.kind = ? AND v.layer = ? AND v.head = ?";
+  // The size first: length() of a blob is read from its record header, not its content.
+  ASSIGN_OR_RETURN(Statement size, db->Prepare(absl::StrCat(
+                                       "SELECT COUNT(*), TOTAL(length(v.data)) ", kVectorRows)));
+  RETURN_IF_ERROR(size.BindAll(run_id, result.probe_id, FromStep(query.from_step),
+                               ToStep(query.to_step), query.kind, query.layer, query.head));
+  ASSIGN_OR_RETURN(const bool sized, size.Step());
+  const int64_t vectors = sized ? size.ColumnInt64(0) : 0;
+  result.values = sized ? static_cast<int64_t>(size.ColumnDouble(1)) / 8 : 0;
+  if (query.max_values.has_value() && result.values > *query.max_values) return result;
+  ASSIGN_OR_RETURN(Statement select, db->Prepare(absl::StrCat("SELECT s.step, v.data ", kVectorRows,
+                                                              " ORDER BY s.step")));
   RETURN_IF_ERROR(select.BindAll(run_id, result.probe_id, FromStep(query.from_step),
                                  ToStep(query.to_step), query.kind, query.layer, query.head));
   while (true) {
@@ -210,7 +281,7 @@ absl::StatusOr<VectorResult> QueryVectorsInDb(SqliteDb* db, const VectorQuery& q
     point.step = select.ColumnInt64(0);
     ASSIGN_OR_RETURN(point.values, DecodeFloat64s(select.ColumnBlob(1)));
   }
-  if (result.points.empty()) {
+  if (vectors == 0 && result.points.empty()) {
     // Only an empty answer pays for the scan that tells a kind the run lacks apart.
     ASSIGN_OR_RETURN(const std::vector<std::string> kinds,
                      TextColumn(db,

@@ -39,8 +39,9 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
 // probes and steps (one row read); NOT_FOUND listing the namespace's runs.
 absl::StatusOr<RunInfo> GetRunFromDb(SqliteDb* db, const std::string& ns, const std::string& run);
 
-// See MetricsStore::QuerySeries / QueryVectors.
+// See MetricsStore::QuerySeries / CountSeries / QueryVectors.
 absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& query);
+absl::StatusOr<SeriesCounts> CountSeriesInDb(SqliteDb* db, const SeriesQuery& query);
 absl::StatusOr<VectorResult> QueryVectorsInDb(SqliteDb* db, const VectorQuery& query);
 
 }  // namespace anisoscope::storage

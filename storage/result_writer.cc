@@ -69,14 +69,16 @@ absl::StatusOr<int64_t> UpsertRun(SqliteDb* db, const StepResult& result) {
   return db->LastInsertRowId();
 }
 
-absl::Status UpsertProbe(SqliteDb* db, const ProbeInfo& probe) {
+// Probes are per namespace: another namespace's probe of the same id is never touched.
+absl::Status UpsertProbe(SqliteDb* db, const std::string& ns, const ProbeInfo& probe) {
   ASSIGN_OR_RETURN(
       Statement upsert,
-      db->Prepare(
-          "INSERT INTO probes (id, description, num_samples, num_tokens) VALUES (?, ?, ?, ?) "
-          "ON CONFLICT (id) DO UPDATE SET description = excluded.description, "
-          "num_samples = excluded.num_samples, num_tokens = excluded.num_tokens"));
-  RETURN_IF_ERROR(upsert.BindAll(probe.id, probe.description, probe.num_samples, probe.num_tokens));
+      db->Prepare("INSERT INTO probes (namespace, id, description, num_samples, num_tokens) "
+                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO UPDATE SET "
+                  "description = excluded.description, num_samples = excluded.num_samples, "
+                  "num_tokens = excluded.num_tokens"));
+  RETURN_IF_ERROR(
+      upsert.BindAll(ns, probe.id, probe.description, probe.num_samples, probe.num_tokens));
   return upsert.Run();
 }
 
@@ -196,7 +198,7 @@ absl::Status WriteStepToDb(SqliteDb* db, const StepResult& result, bool replace)
 absl::Status WriteStepInTransaction(SqliteDb* db, const StepResult& result, bool replace) {
   RETURN_IF_ERROR(Validate(result));
   ASSIGN_OR_RETURN(const int64_t run_id, UpsertRun(db, result));
-  RETURN_IF_ERROR(UpsertProbe(db, result.probe));
+  RETURN_IF_ERROR(UpsertProbe(db, result.ns, result.probe));
   RETURN_IF_ERROR(ClearStep(db, run_id, result, replace));
 
   ASSIGN_OR_RETURN(Statement insert,

@@ -157,6 +157,49 @@ CREATE INDEX steps_by_fingerprint ON steps (run_id, fingerprint) WHERE fingerpri
 ALTER TABLE checkpoints ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE checkpoints ADD COLUMN duplicate_of INTEGER NOT NULL DEFAULT -1;
 )sql",
+      // 6: walls around workers. Probes belong to a namespace (keyed by (namespace, id); a
+      // probe used by two namespaces becomes one row in each, and `steps` is rebuilt without
+      // its reference to the old single-column key, with foreign keys off); a lease records
+      // the identity that took it (`lease_holder`: a token's name, "cert:CN", "embedded" or
+      // "anonymous"; '' for leases taken before, adopted by the first identity that uses
+      // them); worker tokens made before served every namespace and keep doing so ('*').
+      R"sql(
+CREATE TABLE probes_v6 (
+  namespace TEXT NOT NULL,
+  id TEXT NOT NULL,
+  description TEXT NOT NULL,
+  num_samples INTEGER NOT NULL,
+  num_tokens INTEGER NOT NULL,
+  PRIMARY KEY (namespace, id)
+) WITHOUT ROWID;
+INSERT INTO probes_v6 (namespace, id, description, num_samples, num_tokens)
+  SELECT DISTINCT r.namespace, p.id, p.description, p.num_samples, p.num_tokens
+  FROM probes p JOIN steps s ON s.probe_id = p.id JOIN runs r ON r.id = s.run_id;
+DROP TABLE probes;
+ALTER TABLE probes_v6 RENAME TO probes;
+CREATE TABLE steps_v6 (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  probe_id TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  checkpoint_path TEXT NOT NULL,
+  checkpoint_bytes INTEGER NOT NULL,
+  seconds REAL NOT NULL,
+  stored_at TEXT NOT NULL,
+  fingerprint TEXT NOT NULL DEFAULT '',
+  UNIQUE (run_id, probe_id, step)
+);
+INSERT INTO steps_v6 (id, run_id, probe_id, step, checkpoint_path, checkpoint_bytes, seconds,
+                      stored_at, fingerprint)
+  SELECT id, run_id, probe_id, step, checkpoint_path, checkpoint_bytes, seconds, stored_at,
+         fingerprint
+  FROM steps;
+DROP TABLE steps;
+ALTER TABLE steps_v6 RENAME TO steps;
+CREATE INDEX steps_by_fingerprint ON steps (run_id, fingerprint) WHERE fingerprint != '';
+ALTER TABLE checkpoints ADD COLUMN lease_holder TEXT NOT NULL DEFAULT '';
+UPDATE tokens SET namespace = '*' WHERE role = 'worker';
+)sql",
   };
   return *migrations;
 }

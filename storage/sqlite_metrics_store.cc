@@ -101,6 +101,11 @@ absl::StatusOr<SeriesResult> SqliteMetricsStore::QuerySeries(const SeriesQuery& 
   return QuerySeriesInDb(db_.get(), query);
 }
 
+absl::StatusOr<SeriesCounts> SqliteMetricsStore::CountSeries(const SeriesQuery& query) {
+  absl::MutexLock lock(&mu_);
+  return CountSeriesInDb(db_.get(), query);
+}
+
 absl::StatusOr<VectorResult> SqliteMetricsStore::QueryVectors(const VectorQuery& query) {
   absl::MutexLock lock(&mu_);
   return QueryVectorsInDb(db_.get(), query);

@@ -30,6 +30,7 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<std::vector<RunInfo>> ListRuns(const std::string& ns) override;
   absl::StatusOr<RunInfo> GetRun(const std::string& ns, const std::string& run) override;
   absl::StatusOr<SeriesResult> QuerySeries(const SeriesQuery& query) override;
+  absl::StatusOr<SeriesCounts> CountSeries(const SeriesQuery& query) override;
   absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) override;
   absl::StatusOr<int64_t> DataVersion() override;
 

@@ -27,7 +27,7 @@ struct VectorValue {
 };
 
 struct ProbeInfo {
-  std::string id;  // e.g. "p0123456789abcdef"
+  std::string id;  // e.g. "p0123456789abcdef0123456789abcdef"; unique per namespace
   std::string description;
   int64_t num_samples = 0;
   int64_t num_tokens = 0;
@@ -35,6 +35,8 @@ struct ProbeInfo {
 
 // The namespace of databases made before namespaces existed, and of servers without tokens.
 inline constexpr char kDefaultNamespace[] = "default";
+// A worker token's namespace when it serves every namespace (never a run's or job's).
+inline constexpr char kAnyNamespace[] = "*";
 
 // All results of one checkpoint for one probe: written in one transaction.
 struct StepResult {
@@ -84,6 +86,8 @@ struct SeriesQuery {
   std::optional<int64_t> to_step;     // inclusive
   std::optional<int64_t> after_step;  // exclusive lower bound (incremental polling)
   std::string ns = kDefaultNamespace;
+  // > 0: at most this many points are read; SeriesResult::more tells that others match.
+  int64_t limit = 0;
 };
 
 struct SeriesPoint {
@@ -96,6 +100,19 @@ struct SeriesPoint {
 struct SeriesResult {
   std::string probe_id;
   std::vector<SeriesPoint> points;  // ordered by layer, head, step
+  bool more = false;                // the query's limit stopped the read: more points match
+};
+
+// How many points of one (layer, head) series a SeriesQuery matches.
+struct SeriesCount {
+  int layer = 0;
+  int head = -1;
+  int64_t points = 0;
+};
+
+struct SeriesCounts {
+  std::string probe_id;
+  std::vector<SeriesCount> series;  // ordered by layer, head; only series with points
 };
 
 struct VectorQuery {
@@ -107,6 +124,9 @@ struct VectorQuery {
   std::optional<int64_t> from_step;
   std::optional<int64_t> to_step;
   std::string ns = kDefaultNamespace;
+  // Set: when the matching vectors hold more float64 values than this, none is read
+  // (VectorResult::values counts them, points stays empty).
+  std::optional<int64_t> max_values;
 };
 
 struct VectorPoint {
@@ -117,6 +137,7 @@ struct VectorPoint {
 struct VectorResult {
   std::string probe_id;
   std::vector<VectorPoint> points;  // ordered by step
+  int64_t values = 0;               // float64 values of the matching vectors
 };
 
 // ---- Jobs ----------------------------------------------------------------------------
@@ -172,7 +193,10 @@ struct JobCheckpoint {
   int attempt = 0;            // leases of this step that counted (1 while the first runs)
   std::string lease_id;       // the current lease; empty when none
   bool lease_local = false;   // the lease is held by one of the server's embedded workers
-  std::string worker;         // the latest lease holder's name
+  std::string worker;         // the latest lease holder's name, as the worker gives it
+  // The identity that took the current lease (a token's name, "cert:CN", "embedded" or
+  // "anonymous"); only it may heartbeat, complete or fail the lease. Empty when none.
+  std::string lease_holder;
   std::string fingerprint;    // of the stored step's weight files, once done
   int64_t duplicate_of = -1;  // an earlier step of the run with the same fingerprint; -1: none
 };

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "analysis/extractor.h"
+#include "common/file_gate.h"
 #include "common/logging.h"
 #include "common/message_limits.h"
-#include "common/path_policy.h"
 #include "common/tls_files.h"
 #include "worker/worker_loop.h"
 #include "worker/worker_options.h"
@@ -47,9 +47,9 @@ int main(int argc, char** argv) {
   if (absl::Status status = anisoscope::SetUpLogging(options.log_level); !status.ok()) {
     return Fatal(status, 2);
   }
-  absl::StatusOr<std::unique_ptr<anisoscope::PathPolicy>> policy =
-      anisoscope::PathPolicy::Create({options.allow_roots});
-  if (!policy.ok()) return Fatal(policy.status(), 2);
+  absl::StatusOr<anisoscope::FileGate> own_files =
+      anisoscope::FileGate::Beneath(options.allow_roots);
+  if (!own_files.ok()) return Fatal(own_files.status(), 2);
 
   const anisoscope::analysis::TorchExtractorOptions engine = options.extractor;
   const worker::ExtractorFactory factory = [engine](const std::string& dtype) {
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   if (!options.token.empty()) {
     loop_options.metadata.emplace_back("authorization", "Bearer " + options.token);
   }
-  worker::WorkerLoop loop(loop_options, stub.get(), &factory, policy->get());
+  worker::WorkerLoop loop(loop_options, stub.get(), &factory, &*own_files);
 
   std::atomic<bool> finished{false};  // the loop ended by itself (--max-units, --idle-exit)
   std::thread signals([&loop, &stop_signals, &finished] {

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -19,16 +18,18 @@ namespace pb = ::anisoscope::v1;
 // How long an upload or a failure report keeps retrying while the server is unreachable.
 constexpr absl::Duration kReportPatience = absl::Minutes(10);
 
-// Total size of the regular files under `dir` (symlinks followed, e.g. HF cache blobs).
-int64_t DirectoryBytes(const fs::path& dir) {
+// Total size of the regular files under `dir`, `depth` folders down, as `files` sees them
+// (links followed beneath its roots, e.g. HF cache blobs).
+int64_t DirectoryBytes(const fs::path& dir, const FileGate& files, int depth = 3) {
+  const absl::StatusOr<std::vector<GatedEntry>> entries = files.List(dir);
+  if (!entries.ok()) return 0;
   int64_t total = 0;
-  std::error_code error;
-  for (fs::recursive_directory_iterator it(dir, error), end; !error && it != end;
-       it.increment(error)) {
-    std::error_code file_error;
-    if (fs::is_regular_file(it->path(), file_error)) {
-      const uintmax_t size = fs::file_size(it->path(), file_error);
-      if (!file_error) total += static_cast<int64_t>(size);
+  for (const GatedEntry& entry : *entries) {
+    if (entry.is_file) {
+      const absl::StatusOr<uint64_t> size = files.FileSize(dir / entry.name);
+      if (size.ok()) total += static_cast<int64_t>(*size);
+    } else if (entry.is_directory && depth > 0) {
+      total += DirectoryBytes(dir / entry.name, files, depth - 1);
     }
   }
   return total;
@@ -40,7 +41,6 @@ void UnitRunner::Run(const pb::WorkUnit& unit) {
   spdlog::info("worker {}: job {} step {} (attempt {}): {}", name_, unit.job_id(), unit.step(),
                unit.attempt(), unit.checkpoint_path());
   auto keeper = std::make_unique<LeaseKeeper>(client_, unit);
-  PrefetchNext(unit);
   absl::StatusOr<std::optional<pb::CompleteWorkRequest>> upload = RunSteps(unit, keeper.get());
   if (keeper->ended()) {
     spdlog::info("worker {}: job {} step {} ended by the server: {}", name_, unit.job_id(),
@@ -58,10 +58,12 @@ void UnitRunner::Flush() {
 
 absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
     const pb::WorkUnit& unit, LeaseKeeper* keeper) {
-  ASSIGN_OR_RETURN(const fs::path dir, policy_->Resolve(unit.checkpoint_path(), "checkpoint"));
+  ASSIGN_OR_RETURN(const FileGate files, GateOf(unit));
+  PrefetchNext(unit, files);
+  const fs::path dir = fs::path(unit.checkpoint_path()).lexically_normal();
   ASSIGN_OR_RETURN(const analysis::ProbeSpec spec, ProbeSpecOf(unit.probe()));
   ASSIGN_OR_RETURN(analysis::Extractor * extractor, ExtractorFor(unit.options().dtype()));
-  ASSIGN_OR_RETURN(const analysis::Probe probe, extractor->BuildProbe(dir, spec));
+  ASSIGN_OR_RETURN(const analysis::Probe probe, extractor->BuildProbe(dir, spec, files));
   if (!keeper->ReportProbe(probe.id)) return std::nullopt;
 
   analysis::ExtractCallbacks callbacks;
@@ -70,7 +72,8 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
   callbacks.fingerprinted = [keeper](const std::string& fingerprint) {
     keeper->ReportFingerprint(fingerprint);
   };
-  absl::StatusOr<analysis::CheckpointMetrics> metrics = extractor->Extract(dir, probe, callbacks);
+  absl::StatusOr<analysis::CheckpointMetrics> metrics =
+      extractor->Extract(dir, probe, callbacks, files);
   if (!metrics.ok()) {
     if (absl::IsCancelled(metrics.status()) && !keeper->ended() && !client_->stopped()) {
       // Only an interruption asked for counts as cancelled; anything else failed.
@@ -87,10 +90,25 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
   probe_info->set_num_samples(metrics->num_samples);
   probe_info->set_num_tokens(metrics->num_tokens);
   *request.mutable_metrics() = ToUpload(*metrics);
-  request.set_checkpoint_bytes(DirectoryBytes(dir));
+  request.set_checkpoint_bytes(DirectoryBytes(dir, files));
   request.set_seconds(metrics->seconds);
   request.set_fingerprint(metrics->fingerprint);
   return request;
+}
+
+absl::StatusOr<FileGate> UnitRunner::GateOf(const pb::WorkUnit& unit) const {
+  if (unit.allowed_roots().empty()) {
+    return absl::PermissionDeniedError(
+        "the unit names no allowed roots (a server older than this worker?)");
+  }
+  FileGate files =
+      own_files_->Intersect({unit.allowed_roots().begin(), unit.allowed_roots().end()});
+  if (files.roots().empty()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("checkpoint '", unit.checkpoint_path(),
+                     "': none of its namespace's roots lies within this worker's --allow-root"));
+  }
+  return files;
 }
 
 absl::StatusOr<analysis::ProbeSpec> UnitRunner::ProbeSpecOf(const pb::UnitProbe& probe) const {
@@ -110,7 +128,7 @@ absl::StatusOr<analysis::ProbeSpec> UnitRunner::ProbeSpecOf(const pb::UnitProbe&
     return absl::InvalidArgumentError("the unit's probe has neither tokens nor text");
   }
   spec.source = analysis::ProbeSource::kText;
-  ASSIGN_OR_RETURN(spec.file, policy_->Resolve(probe.text().path(), "probe file"));
+  spec.file = fs::path(probe.text().path()).lexically_normal();
   spec.mode = probe.text().mode() == pb::PROBE_MODE_LINES ? analysis::TextMode::kLines
                                                           : analysis::TextMode::kWindows;
   return spec;
@@ -143,14 +161,9 @@ void UnitRunner::StartUpload(const pb::WorkUnit& unit, std::unique_ptr<LeaseKeep
   });
 }
 
-void UnitRunner::PrefetchNext(const pb::WorkUnit& unit) {
+void UnitRunner::PrefetchNext(const pb::WorkUnit& unit, const FileGate& files) {
   if (unit.next_checkpoint_path().empty()) return;
-  absl::StatusOr<fs::path> next = policy_->Resolve(unit.next_checkpoint_path(), "checkpoint");
-  if (!next.ok()) {
-    spdlog::debug("worker {}: not reading ahead: {}", name_, next.status().ToString());
-    return;
-  }
-  prefetcher_.Start(*next);
+  prefetcher_.Start(fs::path(unit.next_checkpoint_path()).lexically_normal(), files);
 }
 
 void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& status) {

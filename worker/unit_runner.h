@@ -1,7 +1,8 @@
 // UnitRunner: runs one leased unit through the engine, from the lease to the upload.
 //
-// The steps of a unit, one function each: resolve its paths against the worker's own
-// allowed roots, build the probe (token ids as sent; text tokenized with the checkpoint's
+// The steps of a unit, one function each: make its file gate (the unit's namespace roots
+// within the worker's own --allow-root: every file of the unit is opened through it, at
+// open time), build the probe (token ids as sent; text tokenized with the checkpoint's
 // tokenizer), tell the server the probe's id (it may skip a stored step), extract with the
 // lease kept alive, upload. The upload runs on a thread of its own (its lease still kept
 // alive) while the next unit is leased and extracted; at most one upload is in flight. A
@@ -21,7 +22,7 @@
 #include "analysis/checkpoint/checkpoint_prefetcher.h"
 #include "analysis/extractor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
-#include "common/path_policy.h"
+#include "common/file_gate.h"
 #include "worker/lease_keeper.h"
 #include "worker/work_client.h"
 
@@ -33,10 +34,11 @@ using ExtractorFactory =
 
 class UnitRunner {
  public:
-  // None is owned; all outlive the runner.
-  UnitRunner(const ExtractorFactory* factory, const PathPolicy* policy, WorkClient* client,
+  // None is owned; all outlive the runner. `own_files` is the worker's own gate (its
+  // --allow-root; the server's roots for an embedded worker).
+  UnitRunner(const ExtractorFactory* factory, const FileGate* own_files, WorkClient* client,
              std::string worker_name)
-      : factory_(factory), policy_(policy), client_(client), name_(std::move(worker_name)) {}
+      : factory_(factory), own_files_(own_files), client_(client), name_(std::move(worker_name)) {}
 
   ~UnitRunner() { Flush(); }
 
@@ -51,17 +53,19 @@ class UnitRunner {
   // The upload, or nullopt when the server ended the lease.
   absl::StatusOr<std::optional<::anisoscope::v1::CompleteWorkRequest>> RunSteps(
       const ::anisoscope::v1::WorkUnit& unit, LeaseKeeper* keeper);
+  // The unit's roots within the worker's own; PERMISSION_DENIED when none is left.
+  absl::StatusOr<FileGate> GateOf(const ::anisoscope::v1::WorkUnit& unit) const;
   absl::StatusOr<analysis::ProbeSpec> ProbeSpecOf(const ::anisoscope::v1::UnitProbe& probe) const;
   absl::StatusOr<analysis::Extractor*> ExtractorFor(const std::string& dtype);
   // Sends `request` on the upload thread; `keeper` heartbeats until it is stored.
   void StartUpload(const ::anisoscope::v1::WorkUnit& unit, std::unique_ptr<LeaseKeeper> keeper,
                    ::anisoscope::v1::CompleteWorkRequest request);
   void ReportFailure(const ::anisoscope::v1::WorkUnit& unit, const absl::Status& status);
-  // Starts reading the unit's next_checkpoint_path ahead when the worker may read it.
-  void PrefetchNext(const ::anisoscope::v1::WorkUnit& unit);
+  // Starts reading the unit's next_checkpoint_path ahead through `files`.
+  void PrefetchNext(const ::anisoscope::v1::WorkUnit& unit, const FileGate& files);
 
   const ExtractorFactory* const factory_;
-  const PathPolicy* const policy_;
+  const FileGate* const own_files_;
   WorkClient* const client_;
   const std::string name_;
   std::string dtype_;  // of extractor_

@@ -12,10 +12,10 @@ namespace anisoscope::worker {
 namespace pb = ::anisoscope::v1;
 
 WorkerLoop::WorkerLoop(const Options& options, pb::WorkerService::StubInterface* stub,
-                       const ExtractorFactory* factory, const PathPolicy* policy)
+                       const ExtractorFactory* factory, const FileGate* own_files)
     : options_(options),
       client_(stub, options.metadata),
-      runner_(factory, policy, &client_, options.info.name()) {}
+      runner_(factory, own_files, &client_, options.info.name()) {}
 
 int WorkerLoop::Run() {
   int units = 0;

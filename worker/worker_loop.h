@@ -12,7 +12,7 @@
 
 #include "absl/time/time.h"
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
-#include "common/path_policy.h"
+#include "common/file_gate.h"
 #include "worker/unit_runner.h"
 #include "worker/work_client.h"
 
@@ -35,7 +35,7 @@ class WorkerLoop {
 
   // None is owned; all outlive the loop.
   WorkerLoop(const Options& options, ::anisoscope::v1::WorkerService::StubInterface* stub,
-             const ExtractorFactory* factory, const PathPolicy* policy);
+             const ExtractorFactory* factory, const FileGate* own_files);
 
   // Leases and runs units until Stop, max_units, idle_exit or the server's refusal of this
   // worker's credentials; returns the units run.

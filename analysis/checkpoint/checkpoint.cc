@@ -1,6 +1,5 @@
 #include "analysis/checkpoint/checkpoint.h"
 
-#include <system_error>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -16,14 +15,16 @@ namespace {
 namespace fs = std::filesystem;
 
 // Reads one weight file of `format`.
-absl::StatusOr<NamedTensors> ReadWeights(const fs::path& file, WeightFormat format) {
-  return format == WeightFormat::kSafetensors ? ReadSafetensors(file) : ReadTorchZipStateDict(file);
+absl::StatusOr<NamedTensors> ReadWeights(const fs::path& file, WeightFormat format,
+                                         const FileGate& gate) {
+  return format == WeightFormat::kSafetensors ? ReadSafetensors(file, gate)
+                                              : ReadTorchZipStateDict(file, gate);
 }
 
 }  // namespace
 
-absl::StatusOr<nlohmann::json> ReadConfig(const fs::path& dir) {
-  ASSIGN_OR_RETURN(nlohmann::json config, ReadJsonFile(dir / "config.json"));
+absl::StatusOr<nlohmann::json> ReadConfig(const fs::path& dir, const FileGate& gate) {
+  ASSIGN_OR_RETURN(nlohmann::json config, ReadJsonFile(dir / "config.json", gate));
   if (!config.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat((dir / "config.json").string(), ": not a JSON object"));
@@ -36,22 +37,17 @@ const StoredTensor* Checkpoint::Find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
-absl::StatusOr<Checkpoint> Checkpoint::Load(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("checkpoint directory ", dir.string(), " not found"));
-  }
-  if (!fs::is_directory(dir, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint ", dir.string(), " is not a directory"));
+absl::StatusOr<Checkpoint> Checkpoint::Load(const fs::path& dir, const FileGate& gate) {
+  if (absl::Status status = gate.OpenDirectory(dir).status(); !status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("checkpoint: ", status.message()));
   }
   Checkpoint checkpoint;
   checkpoint.dir_ = dir;
-  ASSIGN_OR_RETURN(checkpoint.config_, ReadConfig(dir));
+  ASSIGN_OR_RETURN(checkpoint.config_, ReadConfig(dir, gate));
 
-  ASSIGN_OR_RETURN(const WeightFiles weights, FindWeightFiles(dir));
+  ASSIGN_OR_RETURN(const WeightFiles weights, FindWeightFiles(dir, gate));
   for (const fs::path& file : weights.files) {
-    ASSIGN_OR_RETURN(NamedTensors tensors, ReadWeights(file, weights.format));
+    ASSIGN_OR_RETURN(NamedTensors tensors, ReadWeights(file, weights.format, gate));
     for (auto& [name, tensor] : tensors) {
       const auto [it, inserted] =
           checkpoint.tensors_.emplace(name, StoredTensor{std::move(tensor), file});
@@ -62,8 +58,9 @@ absl::StatusOr<Checkpoint> Checkpoint::Load(const fs::path& dir) {
       }
     }
     checkpoint.weight_files_.push_back(file);
-    const uintmax_t size = fs::file_size(file, ec);
-    if (!ec) checkpoint.size_bytes_ += size;
+    if (absl::StatusOr<uint64_t> size = gate.FileSize(file); size.ok()) {
+      checkpoint.size_bytes_ += *size;
+    }
   }
   if (weights.index.has_value()) {
     for (const auto& [name, shard] : weights.index->weight_map) {

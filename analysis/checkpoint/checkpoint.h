@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
@@ -27,9 +28,10 @@ struct StoredTensor {
 
 class Checkpoint {
  public:
-  // Loads `dir`. Errors name the file (and the field or tensor) that is wrong:
-  // INVALID_ARGUMENT for malformed content, NOT_FOUND when no weights or config exist.
-  static absl::StatusOr<Checkpoint> Load(const std::filesystem::path& dir);
+  // Loads `dir`, every file opened through `gate`. Errors name the file (and the field or
+  // tensor) that is wrong: INVALID_ARGUMENT for malformed content, NOT_FOUND when no weights
+  // exist, the gate's error for a file it refuses.
+  static absl::StatusOr<Checkpoint> Load(const std::filesystem::path& dir, const FileGate& gate);
 
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path config_path() const { return dir_ / "config.json"; }
@@ -51,7 +53,8 @@ class Checkpoint {
   uint64_t size_bytes_ = 0;
 };
 
-// Reads and parses `dir`/config.json; INVALID_ARGUMENT names the file on malformed JSON.
-absl::StatusOr<nlohmann::json> ReadConfig(const std::filesystem::path& dir);
+// Reads and parses `dir`/config.json through `gate`; INVALID_ARGUMENT names the file on
+// malformed JSON.
+absl::StatusOr<nlohmann::json> ReadConfig(const std::filesystem::path& dir, const FileGate& gate);
 
 }  // namespace anisoscope::analysis

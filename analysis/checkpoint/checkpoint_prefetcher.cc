@@ -16,11 +16,13 @@ constexpr size_t kChunkBytes = 4 << 20;
 
 }  // namespace
 
-bool ReadAheadFile(const std::filesystem::path& file, const std::atomic<bool>& stop) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+bool ReadAheadFile(const std::filesystem::path& file, const FileGate& gate,
+                   const std::atomic<bool>& stop) {
+  absl::StatusOr<UniqueFd> opened = gate.OpenFile(file);
+  if (!opened.ok()) return false;
+  const int fd = opened->get();
   struct stat info {};
-  bool read_all = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+  bool read_all = ::fstat(fd, &info) == 0;
   if (read_all) {
     std::vector<char> buffer(kChunkBytes);
     for (off_t offset = 0; offset < info.st_size && !stop.load();) {
@@ -32,20 +34,19 @@ bool ReadAheadFile(const std::filesystem::path& file, const std::atomic<bool>& s
       offset += got;
     }
   }
-  ::close(fd);
   return read_all;
 }
 
-void CheckpointPrefetcher::Start(const std::filesystem::path& dir) {
+void CheckpointPrefetcher::Start(const std::filesystem::path& dir, const FileGate& gate) {
   Stop();
   stop_ = false;
-  reader_ = std::thread([this, dir] {
-    ReadAheadFile(dir / "config.json", stop_);
-    absl::StatusOr<WeightFiles> weights = FindWeightFiles(dir);
+  reader_ = std::thread([this, dir, gate] {
+    ReadAheadFile(dir / "config.json", gate, stop_);
+    absl::StatusOr<WeightFiles> weights = FindWeightFiles(dir, gate);
     if (!weights.ok()) return;
-    if (!weights->index_path.empty()) ReadAheadFile(weights->index_path, stop_);
+    if (!weights->index_path.empty()) ReadAheadFile(weights->index_path, gate, stop_);
     for (const std::filesystem::path& file : weights->files) {
-      if (stop_.load() || !ReadAheadFile(file, stop_)) return;
+      if (stop_.load() || !ReadAheadFile(file, gate, stop_)) return;
     }
   });
 }

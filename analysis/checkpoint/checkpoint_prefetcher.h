@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/file_gate.h"
+
 namespace anisoscope::analysis {
 
 class CheckpointPrefetcher {
@@ -18,9 +20,10 @@ class CheckpointPrefetcher {
   CheckpointPrefetcher& operator=(const CheckpointPrefetcher&) = delete;
   ~CheckpointPrefetcher() { Stop(); }
 
-  // Starts reading `dir`'s config.json and weight files (as the loader would choose them)
-  // ahead on a thread of its own, after stopping any read in progress.
-  void Start(const std::filesystem::path& dir);
+  // Starts reading `dir`'s config.json and weight files (as the loader would choose them,
+  // each opened through `gate`) ahead on a thread of its own, after stopping any read in
+  // progress.
+  void Start(const std::filesystem::path& dir, const FileGate& gate);
   // Stops the read in progress, if any, and waits for its thread.
   void Stop();
 
@@ -32,6 +35,7 @@ class CheckpointPrefetcher {
 // Reads `file` through a small buffer, which leaves it in the page cache, until done or
 // `stop` is set. (posix_fadvise WILLNEED returned at once and cached nothing on this
 // project's machine.) Returns false when the file cannot be opened or read.
-bool ReadAheadFile(const std::filesystem::path& file, const std::atomic<bool>& stop);
+bool ReadAheadFile(const std::filesystem::path& file, const FileGate& gate,
+                   const std::atomic<bool>& stop);
 
 }  // namespace anisoscope::analysis

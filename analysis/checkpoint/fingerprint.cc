@@ -25,14 +25,10 @@ constexpr size_t kHexDigits = 32;
 // here, for 10 and more of XXH3 on data in memory).
 constexpr size_t kChunkBytes = size_t{4} << 20;
 
-absl::Status HashFile(const std::filesystem::path& file, XXH3_state_t* state,
+absl::Status HashFile(const std::filesystem::path& file, const FileGate& gate, XXH3_state_t* state,
                       std::vector<char>& buffer) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    const std::string message = absl::StrCat(file.string(), ": cannot open: ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
-  }
+  ASSIGN_OR_RETURN(const UniqueFd opened, gate.OpenFile(file));
+  const int fd = opened.get();
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   uint64_t size = 0;
   absl::Status status;
@@ -48,7 +44,6 @@ absl::Status HashFile(const std::filesystem::path& file, XXH3_state_t* state,
     XXH3_128bits_update(state, buffer.data(), static_cast<size_t>(got));
     size += static_cast<uint64_t>(got);
   }
-  ::close(fd);
   // The length after the bytes: files ["ab", "c"] and ["a", "bc"] differ.
   if (status.ok()) XXH3_128bits_update(state, &size, sizeof size);
   return status;
@@ -56,7 +51,8 @@ absl::Status HashFile(const std::filesystem::path& file, XXH3_state_t* state,
 
 }  // namespace
 
-absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::path>& files) {
+absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::path>& files,
+                                             const FileGate& gate) {
   const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                        &XXH3_freeState);
   if (state == nullptr || XXH3_128bits_reset(state.get()) != XXH_OK) {
@@ -64,7 +60,7 @@ absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::
   }
   std::vector<char> buffer(kChunkBytes);
   for (const std::filesystem::path& file : files) {
-    RETURN_IF_ERROR(HashFile(file, state.get(), buffer));
+    RETURN_IF_ERROR(HashFile(file, gate, state.get(), buffer));
   }
   const XXH128_hash_t hash = XXH3_128bits_digest(state.get());
   char hex[kHexDigits + 1];

@@ -12,11 +12,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
-// "xxh3-128:" and 32 lowercase hex digits. Errors name the file that cannot be read.
-absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::path>& files);
+// "xxh3-128:" and 32 lowercase hex digits, each file opened through `gate`. Errors name the
+// file that cannot be read.
+absl::StatusOr<std::string> FingerprintFiles(const std::vector<std::filesystem::path>& files,
+                                             const FileGate& gate);
 
 // Whether `text` has the form FingerprintFiles gives (an upload's check).
 bool IsFingerprint(std::string_view text);

@@ -12,14 +12,16 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
 class MappedFile {
  public:
-  // NOT_FOUND when `file` does not exist; INVALID_ARGUMENT (naming the file) when it is not
-  // a regular file or cannot be mapped. An empty file maps to data() == nullptr, size() 0.
-  static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::filesystem::path& file);
+  // Opens `file` through `gate` (its error when it cannot); INVALID_ARGUMENT naming the file
+  // when it cannot be mapped. An empty file maps to data() == nullptr, size() 0.
+  static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::filesystem::path& file,
+                                                          const FileGate& gate);
 
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/checkpoint/mapped_file.h"
+#include "analysis/json_error.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
@@ -49,9 +50,10 @@ bool SafetensorsDtype(const std::string& name, at::ScalarType* dtype) {
   return false;
 }
 
-absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file) {
+absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file,
+                                             const FileGate& gate) {
   const std::string label = file.string();
-  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> mapped, MappedFile::Open(file));
+  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> mapped, MappedFile::Open(file, gate));
   if (mapped->size() < 8) {
     return absl::InvalidArgumentError(absl::StrCat(
         label, ": ", mapped->size(), " bytes, too short for the 8-byte header length"));
@@ -59,9 +61,15 @@ absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file) 
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | mapped->data()[i];
   if (header_size > mapped->size() - 8) {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": header length ", header_size,
-                                                   " runs past the end of the file (",
-                                                   mapped->size(), " bytes)"));
+    // The length itself is not quoted: eight bytes of a file are no error's to give away.
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": header length runs past the end of the file (", mapped->size(), " bytes)"));
+  }
+  // Hugging Face's own reader refuses headers over 100 MB; ours stops at 64 MiB.
+  constexpr uint64_t kMaxHeaderBytes = uint64_t{64} << 20;
+  if (header_size > kMaxHeaderBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": header longer than ", kMaxHeaderBytes, " bytes"));
   }
   const char* header_begin = reinterpret_cast<const char*>(mapped->data() + 8);
   OrderedJson header;
@@ -69,7 +77,7 @@ absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file) 
     header = OrderedJson::parse(header_begin, header_begin + header_size);
   } catch (const OrderedJson::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat(label, ": header is not valid JSON: ", e.what()));
+        absl::StrCat(label, ": header is not valid JSON: ", JsonErrorText(e)));
   }
   if (!header.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(label, ": header is not a JSON object"));

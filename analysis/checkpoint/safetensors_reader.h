@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
@@ -24,7 +25,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
 // Maps `file` and returns its tensors in header order. INVALID_ARGUMENT names the file
 // and the tensor or field at fault; NOT_FOUND when the file cannot be opened.
-absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file);
+absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file,
+                                             const FileGate& gate);
 
 // The ATen dtype of a safetensors dtype string ("F32", "BF16", ...); false if unknown.
 bool SafetensorsDtype(const std::string& name, at::ScalarType* dtype);

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <limits>
 #include <string>
-#include <system_error>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -58,52 +56,79 @@ std::optional<int64_t> AfterKeyword(std::string_view name, std::string_view keyw
   return std::nullopt;
 }
 
+// A ref names a commit: 40 (SHA-1) or 64 (SHA-256) hex digits and a newline at most.
+constexpr uint64_t kMaxRefBytes = 1024;
+// refs/ holds REVISION files and folders of them ("pr/1"); deeper is no cache's.
+constexpr int kMaxRefDepth = 4;
+
+// A link named as a step that the gate cannot follow: refused, not silently skipped.
+absl::Status LinkOutside(const std::filesystem::path& entry) {
+  return absl::PermissionDeniedError(
+      absl::StrCat("'", entry.string(), "' is not a directory beneath an allowed root"));
+}
+
 // The step directories named directly under `dir`.
-absl::Status ListNamedDirectories(const std::filesystem::path& dir,
+absl::Status ListNamedDirectories(const std::filesystem::path& dir, const FileGate& gate,
                                   std::vector<DiscoveredStep>& steps) {
-  std::error_code ec;
-  std::filesystem::directory_iterator it(dir, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    std::error_code entry_ec;
-    if (!it->is_directory(entry_ec)) continue;  // follows symlinks
-    if (std::optional<int64_t> step = ParseStep(it->path().filename().string())) {
-      steps.push_back({*step, it->path()});
+  ASSIGN_OR_RETURN(const std::vector<GatedEntry> entries, gate.List(dir));
+  for (const GatedEntry& entry : entries) {
+    const std::optional<int64_t> step = ParseStep(entry.name);
+    if (!step.has_value() || entry.is_file) continue;
+    if (!entry.is_directory) {
+      if (entry.is_link) return LinkOutside(dir / entry.name);
+      continue;
     }
+    steps.push_back({*step, dir / entry.name});
   }
-  if (ec) {
-    return absl::InvalidArgumentError(absl::StrCat(dir.string(), ": cannot list: ", ec.message()));
+  return absl::OkStatus();
+}
+
+// Whether `text` (a ref file's content) is a commit hash, a trailing newline allowed.
+bool IsCommitHash(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  return !text.empty() && text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+// The ref files beneath `refs`/`revision` (revision "" at the top), depth first.
+absl::Status ListRefs(const FileGate& cache, const std::filesystem::path& refs,
+                      const std::string& revision, int depth, std::vector<std::string>& revisions) {
+  if (depth > kMaxRefDepth) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::vector<GatedEntry> entries,
+                   cache.List(revision.empty() ? refs : refs / revision));
+  for (const GatedEntry& entry : entries) {
+    const std::string name = revision.empty() ? entry.name : revision + "/" + entry.name;
+    // A link leading out of the folder is kept, to be refused by name when read.
+    if (entry.is_file || (entry.is_link && !entry.is_directory)) revisions.push_back(name);
+    if (entry.is_directory) RETURN_IF_ERROR(ListRefs(cache, refs, name, depth + 1, revisions));
   }
   return absl::OkStatus();
 }
 
 // The snapshots of a cache repository's refs whose revision names (paths under refs/, as
 // "step1000" or "pr/1") carry a step. A ref file holds the commit its snapshot is named by.
-absl::Status ListCacheSnapshots(const std::filesystem::path& dir,
+// Everything is read through a gate within `dir`.
+absl::Status ListCacheSnapshots(const std::filesystem::path& dir, const FileGate& gate,
                                 std::vector<DiscoveredStep>& steps) {
+  ASSIGN_OR_RETURN(const FileGate cache, gate.Within(dir));
   const std::filesystem::path refs = dir / "refs";
-  std::error_code ec;
-  std::filesystem::recursive_directory_iterator it(refs, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    std::error_code entry_ec;
-    if (!it->is_regular_file(entry_ec)) continue;
-    const std::string revision = it->path().lexically_relative(refs).generic_string();
+  std::vector<std::string> revisions;
+  RETURN_IF_ERROR(ListRefs(cache, refs, "", 0, revisions));
+  for (const std::string& revision : revisions) {
     const std::optional<int64_t> step = ParseStep(revision);
     if (!step.has_value()) continue;
-    std::string commit;
-    std::ifstream(it->path()) >> commit;
-    const bool hexadecimal = !commit.empty() && commit.size() <= 64 &&
-                             std::all_of(commit.begin(), commit.end(), [](char c) {
-                               return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-                             });
-    if (!hexadecimal) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          it->path().string(), ": a cache ref must hold a commit hash, not '", commit, "'"));
+    absl::StatusOr<std::string> commit = cache.ReadFile(refs / revision, kMaxRefBytes);
+    if (!commit.ok() || !IsCommitHash(*commit)) {
+      return absl::InvalidArgumentError(absl::StrCat(dir.string(), ": cache ref '", revision,
+                                                     "' must be a file of at most ", kMaxRefBytes,
+                                                     " bytes holding a commit hash"));
     }
-    const std::filesystem::path snapshot = dir / "snapshots" / commit;
-    if (std::filesystem::is_directory(snapshot, entry_ec)) steps.push_back({*step, snapshot});
-  }
-  if (ec) {
-    return absl::InvalidArgumentError(absl::StrCat(refs.string(), ": cannot list: ", ec.message()));
+    while (!commit->empty() && (commit->back() == '\n' || commit->back() == '\r')) {
+      commit->pop_back();
+    }
+    const std::filesystem::path snapshot = dir / "snapshots" / *commit;
+    if (cache.IsDirectory(snapshot)) steps.push_back({*step, snapshot});
   }
   return absl::OkStatus();
 }
@@ -121,8 +146,9 @@ std::optional<int64_t> ParseStep(std::string_view directory_name) {
   return std::nullopt;
 }
 
-absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem::path& dir) {
-  ASSIGN_OR_RETURN(std::vector<DiscoveredStep> steps, ListStepDirectories(dir));
+absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem::path& dir,
+                                                          const FileGate& gate) {
+  ASSIGN_OR_RETURN(std::vector<DiscoveredStep> steps, ListStepDirectories(dir, gate));
   if (steps.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(dir.string(), ": no subdirectory names a training step"));
@@ -130,20 +156,17 @@ absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem:
   return steps;
 }
 
-bool IsHfCacheRepository(const std::filesystem::path& dir) {
-  std::error_code ec;
-  return std::filesystem::is_directory(dir / "refs", ec) &&
-         std::filesystem::is_directory(dir / "snapshots", ec);
+bool IsHfCacheRepository(const std::filesystem::path& dir, const FileGate& gate) {
+  const absl::StatusOr<FileGate> cache = gate.Within(dir);
+  return cache.ok() && cache->IsDirectory(dir / "refs") && cache->IsDirectory(dir / "snapshots");
 }
 
-absl::StatusOr<std::vector<DiscoveredStep>> ListStepDirectories(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(dir.string(), " is not a directory"));
-  }
+absl::StatusOr<std::vector<DiscoveredStep>> ListStepDirectories(const std::filesystem::path& dir,
+                                                                const FileGate& gate) {
+  RETURN_IF_ERROR(gate.OpenDirectory(dir).status());
   std::vector<DiscoveredStep> steps;
-  RETURN_IF_ERROR(IsHfCacheRepository(dir) ? ListCacheSnapshots(dir, steps)
-                                           : ListNamedDirectories(dir, steps));
+  RETURN_IF_ERROR(IsHfCacheRepository(dir, gate) ? ListCacheSnapshots(dir, gate, steps)
+                                                 : ListNamedDirectories(dir, gate, steps));
   std::sort(steps.begin(), steps.end(), [](const DiscoveredStep& a, const DiscoveredStep& b) {
     return a.step != b.step ? a.step < b.step : a.path < b.path;
   });

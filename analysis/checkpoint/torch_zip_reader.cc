@@ -73,9 +73,10 @@ absl::StatusOr<at::Tensor> ViewStorage(const ZipArchive& archive, const std::str
 
 }  // namespace
 
-absl::StatusOr<NamedTensors> ReadTorchZipStateDict(const std::filesystem::path& file) {
+absl::StatusOr<NamedTensors> ReadTorchZipStateDict(const std::filesystem::path& file,
+                                                   const FileGate& gate) {
   const std::string label = file.string();
-  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> mapped, MappedFile::Open(file));
+  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> mapped, MappedFile::Open(file, gate));
   if (mapped->size() < 4 || std::memcmp(mapped->data(), "PK\x03\x04", 4) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         label, ": not a zip archive (torch.save's legacy non-zip format is unsupported)"));
@@ -85,9 +86,9 @@ absl::StatusOr<NamedTensors> ReadTorchZipStateDict(const std::filesystem::path& 
   // PyTorch 2.x records the writer's byte order; tensors are read as little-endian.
   if (absl::StatusOr<ZipEntryView> order = archive.Entry(folder + "byteorder"); order.ok()) {
     const std::string text(reinterpret_cast<const char*>(order->data), order->size);
-    if (text != "little") {
-      return absl::InvalidArgumentError(absl::StrCat(label, ": record 'byteorder' says '", text,
-                                                     "'; only little-endian archives are read"));
+    if (text != "little") {  // not quoted: an error carries no bytes of a file
+      return absl::InvalidArgumentError(absl::StrCat(
+          label, ": record 'byteorder' is not 'little'; only little-endian archives are read"));
     }
   }
   ASSIGN_OR_RETURN(const ZipEntryView pickle, archive.Entry(folder + "data.pkl"));

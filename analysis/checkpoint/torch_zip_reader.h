@@ -18,6 +18,7 @@ namespace anisoscope::analysis {
 // The (name, tensor) entries of the state dict in `file`, in pickle order. INVALID_ARGUMENT
 // names the file and what is wrong (not a zip, truncated, missing data.pkl or storage,
 // a forbidden pickle global); NOT_FOUND when the file does not exist.
-absl::StatusOr<NamedTensors> ReadTorchZipStateDict(const std::filesystem::path& file);
+absl::StatusOr<NamedTensors> ReadTorchZipStateDict(const std::filesystem::path& file,
+                                                   const FileGate& gate);
 
 }  // namespace anisoscope::analysis

@@ -1,15 +1,16 @@
 #include "analysis/checkpoint/weight_files.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
-#include <fstream>
 #include <set>
-#include <sstream>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/checkpoint/mapped_file.h"
 #include "analysis/checkpoint/zip_archive.h"
+#include "analysis/json_error.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
@@ -22,13 +23,11 @@ constexpr char kSafetensorsIndex[] = "model.safetensors.index.json";
 constexpr char kBin[] = "pytorch_model.bin";
 constexpr char kBinIndex[] = "pytorch_model.bin.index.json";
 
-bool IsRegularFile(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec);
-}
+// config.json and shard indexes are kilobytes; a bound keeps a hostile one from filling memory.
+constexpr uint64_t kMaxJsonBytes = uint64_t{64} << 20;
 
-absl::StatusOr<ShardIndex> ReadShardIndex(const fs::path& index_path) {
-  ASSIGN_OR_RETURN(nlohmann::json index, ReadJsonFile(index_path));
+absl::StatusOr<ShardIndex> ReadShardIndex(const fs::path& index_path, const FileGate& gate) {
+  ASSIGN_OR_RETURN(nlohmann::json index, ReadJsonFile(index_path, gate));
   const std::string label = index_path.string();
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(label, ": no 'weight_map' object"));
@@ -59,21 +58,26 @@ absl::StatusOr<ShardIndex> ReadShardIndex(const fs::path& index_path) {
 
 // OK once a safetensors file is as long as its header says (8-byte length, JSON header,
 // then the data up to the largest data_offsets end).
-absl::Status CheckSafetensorsWhole(const fs::path& file) {
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(file, ec);
-  std::ifstream in(file, std::ios::binary);
+absl::Status CheckSafetensorsWhole(const fs::path& file, const FileGate& gate) {
+  absl::StatusOr<UniqueFd> fd = gate.OpenFile(file);
+  struct stat info {};
   unsigned char length_bytes[8] = {};
-  if (ec || !in.read(reinterpret_cast<char*>(length_bytes), sizeof(length_bytes))) {
+  if (!fd.ok() || ::fstat(fd->get(), &info) != 0 ||
+      ::pread(fd->get(), length_bytes, sizeof length_bytes, 0) !=
+          static_cast<ssize_t>(sizeof length_bytes)) {
     return absl::UnavailableError(absl::StrCat(file.string(), ": header not written yet"));
   }
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
   uint64_t header_length = 0;
   for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
-  if (header_length > size - sizeof(length_bytes)) {
+  if (header_length > size - sizeof(length_bytes) || header_length > kMaxJsonBytes) {
     return absl::UnavailableError(absl::StrCat(file.string(), ": header not written yet"));
   }
   std::string header(header_length, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_length));
+  if (::pread(fd->get(), header.data(), header_length, sizeof length_bytes) !=
+      static_cast<ssize_t>(header_length)) {
+    return absl::UnavailableError(absl::StrCat(file.string(), ": header not written yet"));
+  }
   uint64_t data_end = 0;
   try {
     const nlohmann::json tensors = nlohmann::json::parse(header);
@@ -94,8 +98,8 @@ absl::Status CheckSafetensorsWhole(const fs::path& file) {
 }
 
 // OK once a torch zip's central directory (written last) reads.
-absl::Status CheckTorchZipWhole(const fs::path& file) {
-  absl::StatusOr<std::shared_ptr<MappedFile>> mapped = MappedFile::Open(file);
+absl::Status CheckTorchZipWhole(const fs::path& file, const FileGate& gate) {
+  absl::StatusOr<std::shared_ptr<MappedFile>> mapped = MappedFile::Open(file, gate);
   absl::Status status = mapped.status();
   if (mapped.ok()) status = ZipArchive::Open(*mapped, file.string()).status();
   if (!status.ok()) {
@@ -107,31 +111,26 @@ absl::Status CheckTorchZipWhole(const fs::path& file) {
 
 }  // namespace
 
-absl::StatusOr<nlohmann::json> ReadJsonFile(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return absl::NotFoundError(absl::StrCat(path.string(), " not found"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(path.string(), ": cannot open"));
-  std::stringstream text;
-  text << in.rdbuf();
+absl::StatusOr<nlohmann::json> ReadJsonFile(const fs::path& path, const FileGate& gate) {
+  ASSIGN_OR_RETURN(const std::string text, gate.ReadFile(path, kMaxJsonBytes));
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": invalid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", JsonErrorText(e)));
   }
 }
 
-absl::StatusOr<WeightFiles> FindWeightFiles(const fs::path& dir) {
+absl::StatusOr<WeightFiles> FindWeightFiles(const fs::path& dir, const FileGate& gate) {
   // Single files before indexes; safetensors before torch zip.
   WeightFiles weights;
-  if (IsRegularFile(dir / kSafetensors)) {
+  if (gate.IsFile(dir / kSafetensors)) {
     weights.files = {dir / kSafetensors};
-  } else if (IsRegularFile(dir / kSafetensorsIndex)) {
+  } else if (gate.IsFile(dir / kSafetensorsIndex)) {
     weights.index_path = dir / kSafetensorsIndex;
-  } else if (IsRegularFile(dir / kBin)) {
+  } else if (gate.IsFile(dir / kBin)) {
     weights.files = {dir / kBin};
     weights.format = WeightFormat::kTorchZip;
-  } else if (IsRegularFile(dir / kBinIndex)) {
+  } else if (gate.IsFile(dir / kBinIndex)) {
     weights.index_path = dir / kBinIndex;
     weights.format = WeightFormat::kTorchZip;
   } else {
@@ -140,9 +139,9 @@ absl::StatusOr<WeightFiles> FindWeightFiles(const fs::path& dir) {
                      absl::StrJoin({kSafetensors, kSafetensorsIndex, kBin, kBinIndex}, ", "), ")"));
   }
   if (weights.index_path.empty()) return weights;
-  ASSIGN_OR_RETURN(weights.index, ReadShardIndex(weights.index_path));
+  ASSIGN_OR_RETURN(weights.index, ReadShardIndex(weights.index_path, gate));
   for (const std::string& shard : weights.index->shards) {
-    if (!IsRegularFile(dir / shard)) {
+    if (!gate.IsFile(dir / shard)) {
       std::string example;
       for (const auto& [name, file] : weights.index->weight_map) {
         if (file == shard) {
@@ -159,17 +158,18 @@ absl::StatusOr<WeightFiles> FindWeightFiles(const fs::path& dir) {
   return weights;
 }
 
-absl::Status CheckCheckpointComplete(const fs::path& dir) {
-  const absl::StatusOr<nlohmann::json> config = ReadJsonFile(dir / "config.json");
+absl::Status CheckCheckpointComplete(const fs::path& dir, const FileGate& gate) {
+  const absl::StatusOr<nlohmann::json> config = ReadJsonFile(dir / "config.json", gate);
   if (!config.ok()) {
     return absl::UnavailableError(absl::StrCat(dir.string(), ": config.json not whole yet (",
                                                config.status().message(), ")"));
   }
-  const absl::StatusOr<WeightFiles> weights = FindWeightFiles(dir);
+  const absl::StatusOr<WeightFiles> weights = FindWeightFiles(dir, gate);
   if (!weights.ok()) return absl::UnavailableError(weights.status().message());
   for (const fs::path& file : weights->files) {
-    RETURN_IF_ERROR(weights->format == WeightFormat::kSafetensors ? CheckSafetensorsWhole(file)
-                                                                  : CheckTorchZipWhole(file));
+    RETURN_IF_ERROR(weights->format == WeightFormat::kSafetensors
+                        ? CheckSafetensorsWhole(file, gate)
+                        : CheckTorchZipWhole(file, gate));
   }
   return absl::OkStatus();
 }

@@ -2,7 +2,8 @@
 // whole: model.safetensors, else model.safetensors.index.json and its shards, else
 // pytorch_model.bin, else pytorch_model.bin.index.json and its shards. No LibTorch: the
 // CLI-free parts of the server (following a run being written) use it as the loader does.
-// Pure functions of the file system; thread-safe.
+// Every file is opened through the FileGate given. Pure functions of the file system;
+// thread-safe.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
@@ -32,20 +34,21 @@ struct WeightFiles {
   std::optional<ShardIndex> index;
 };
 
-// Reads and parses a JSON file; NOT_FOUND when absent, INVALID_ARGUMENT naming the file
-// when malformed.
-absl::StatusOr<nlohmann::json> ReadJsonFile(const std::filesystem::path& path);
+// Reads and parses a JSON file through `gate` (its error when it cannot be opened);
+// INVALID_ARGUMENT naming the file and the byte when malformed, or when over 64 MiB.
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::filesystem::path& path,
+                                            const FileGate& gate);
 
 // The weight files of `dir`. NOT_FOUND naming the names looked for when there are none, or
 // naming the index and the shard when a shard is missing; INVALID_ARGUMENT for a malformed
 // index (shards must be plain file names in `dir`).
-absl::StatusOr<WeightFiles> FindWeightFiles(const std::filesystem::path& dir);
+absl::StatusOr<WeightFiles> FindWeightFiles(const std::filesystem::path& dir, const FileGate& gate);
 
 // OK when `dir` holds a whole checkpoint, as Hugging Face writes one (config.json first,
 // weights last): config.json parses, every weight file exists, each safetensors file is as
 // long as its header says and each torch zip's central directory reads. Otherwise
 // UNAVAILABLE saying what is not there yet (a checkpoint still being written). Reads the
 // headers only.
-absl::Status CheckCheckpointComplete(const std::filesystem::path& dir);
+absl::Status CheckCheckpointComplete(const std::filesystem::path& dir, const FileGate& gate);
 
 }  // namespace anisoscope::analysis

@@ -121,6 +121,23 @@ const std::vector<std::string>& AllVectorKinds() {
   return names;
 }
 
+bool MayBeUndefined(std::string_view name) {
+  static const std::vector<std::string> undefined = {"qk_mean_cosine",
+                                                     "q_anisotropy",
+                                                     "k_anisotropy",
+                                                     "qk_mean_cosine_concat",
+                                                     "hidden_anisotropy",
+                                                     "hidden_token_uniformity",
+                                                     "hidden_first_token_uniformity",
+                                                     "hidden_spectrum",
+                                                     "hidden_sv_skewness",
+                                                     "hidden_sv_median",
+                                                     "hidden_ev_1",
+                                                     "hidden_ev_10",
+                                                     "hidden_isoscore"};
+  return Contains(undefined, name);
+}
+
 std::optional<MetricScope> ScopeOfMetric(std::string_view name) {
   if (Contains(PerHeadMetricNames(), name)) return MetricScope::kHead;
   if (Contains(PerHiddenStateMetricNames(), name)) return MetricScope::kHiddenState;

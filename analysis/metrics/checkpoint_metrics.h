@@ -94,6 +94,13 @@ const std::vector<std::string>& PerCheckpointVectorKinds();
 // Every vector kind: per head, then per hidden state, then per checkpoint.
 const std::vector<std::string>& AllVectorKinds();
 
+// True for the metrics and vector kinds whose METRICS.md definition is a ratio that is 0/0 in
+// a degenerate case (a zero mean, fewer than two vectors, no sample of two tokens, equal or
+// zero singular values, d = 1), so that another implementation may give NaN there (this
+// engine gives 0): the cosines, anisotropies and uniformities, the spectrum and its
+// statistics, IsoScore. Every other value is finite by definition, and no value is ±inf.
+bool MayBeUndefined(std::string_view name);
+
 // The scope of a scalar metric or of a vector kind; nullopt for an unknown name.
 std::optional<MetricScope> ScopeOfMetric(std::string_view name);
 std::optional<MetricScope> ScopeOfVectorKind(std::string_view kind);

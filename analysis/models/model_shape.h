@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace anisoscope::analysis {
 
@@ -20,6 +21,14 @@ struct ModelShape {
   std::string max_positions_key = "max_position_embeddings";
   bool causal = false;
 };
+
+// Every ModelShape::family the engine makes (model_factory.cc's CreateModel): what a worker
+// may report as a checkpoint's family.
+inline const std::vector<std::string>& ModelFamilies() {
+  static const auto* const families =
+      new std::vector<std::string>{"bert", "gpt2", "gpt_neox", "llama", "olmo2"};
+  return *families;
+}
 
 // The shape of a model whose hidden size splits evenly into `num_heads` heads.
 inline ModelShape MakeModelShape(std::string family, int64_t num_layers, int64_t num_heads,

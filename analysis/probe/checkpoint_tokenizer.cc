@@ -1,13 +1,12 @@
 #include "analysis/probe/checkpoint_tokenizer.h"
 
-#include <fstream>
-#include <optional>
 #include <initializer_list>
-#include <system_error>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/tokenizer/bpe_files.h"
 #include "analysis/tokenizer/bpe_tokenizer.h"
 #include "common/status_macros.h"
 
@@ -16,15 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool IsFile(const fs::path& path) {
-  std::error_code error;
-  return fs::is_regular_file(path, error);
-}
-
 // model.type of a tokenizer.json; errors name the file.
-absl::StatusOr<std::string> ModelTypeOf(const fs::path& tokenizer_json) {
-  std::ifstream in(tokenizer_json, std::ios::binary);
-  const nlohmann::json root = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+absl::StatusOr<std::string> ModelTypeOf(const fs::path& tokenizer_json, const FileGate& gate) {
+  ASSIGN_OR_RETURN(const std::string text,
+                   internal::ReadTokenizerFile(tokenizer_json, "tokenizer.json", gate));
+  const nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) {
     return absl::InvalidArgumentError(
         absl::StrCat(tokenizer_json.string(), ": malformed JSON (cannot tell the model type)"));
@@ -39,10 +34,11 @@ absl::StatusOr<std::string> ModelTypeOf(const fs::path& tokenizer_json) {
 
 // tokenizer_config.json of `checkpoint_dir` as JSON; null when absent or malformed (then
 // Hugging Face's defaults apply).
-nlohmann::json ReadTokenizerConfig(const fs::path& checkpoint_dir) {
-  std::ifstream in(checkpoint_dir / "tokenizer_config.json");
-  if (!in) return nullptr;
-  nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+nlohmann::json ReadTokenizerConfig(const fs::path& checkpoint_dir, const FileGate& gate) {
+  const absl::StatusOr<std::string> text = internal::ReadTokenizerFile(
+      checkpoint_dir / "tokenizer_config.json", "tokenizer_config.json", gate);
+  if (!text.ok()) return nullptr;
+  nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   return config.is_object() ? config : nullptr;
 }
 
@@ -84,9 +80,9 @@ absl::Status ApplyAddSpecialToken(const nlohmann::json& config, const fs::path& 
 
 // The special tokens `tokenizer` declares around a text, as tokenizer_config.json adjusts them.
 absl::StatusOr<SampleFraming> FramingOf(const fs::path& checkpoint_dir,
-                                        const BpeTokenizer& tokenizer) {
+                                        const BpeTokenizer& tokenizer, const FileGate& gate) {
   SampleFraming framing{tokenizer.prefix_ids(), tokenizer.suffix_ids()};
-  const nlohmann::json config = ReadTokenizerConfig(checkpoint_dir);
+  const nlohmann::json config = ReadTokenizerConfig(checkpoint_dir, gate);
   RETURN_IF_ERROR(ApplyAddSpecialToken(config, checkpoint_dir, "bos", tokenizer, &framing.prefix));
   RETURN_IF_ERROR(ApplyAddSpecialToken(config, checkpoint_dir, "eos", tokenizer, &framing.suffix));
   return framing;
@@ -95,10 +91,10 @@ absl::StatusOr<SampleFraming> FramingOf(const fs::path& checkpoint_dir,
 // A loaded BPE tokenizer with the framing FramingOf gives it.
 absl::StatusOr<CheckpointTokenizer> FramedBpe(const fs::path& checkpoint_dir,
                                               absl::StatusOr<std::unique_ptr<BpeTokenizer>> loaded,
-                                              std::string description) {
+                                              std::string description, const FileGate& gate) {
   if (!loaded.ok()) return loaded.status();
   CheckpointTokenizer result;
-  ASSIGN_OR_RETURN(result.framing, FramingOf(checkpoint_dir, **loaded));
+  ASSIGN_OR_RETURN(result.framing, FramingOf(checkpoint_dir, **loaded, gate));
   result.tokenizer = *std::move(loaded);
   result.description = std::move(description);
   return result;
@@ -107,9 +103,9 @@ absl::StatusOr<CheckpointTokenizer> FramedBpe(const fs::path& checkpoint_dir,
 }  // namespace
 
 WordPieceTokenizer::Options WordPieceOptionsOf(const fs::path& checkpoint_dir,
-                                               const nlohmann::json& config) {
+                                               const nlohmann::json& config, const FileGate& gate) {
   WordPieceTokenizer::Options options;
-  const nlohmann::json tokenizer_config = ReadTokenizerConfig(checkpoint_dir);
+  const nlohmann::json tokenizer_config = ReadTokenizerConfig(checkpoint_dir, gate);
   for (const nlohmann::json* source :
        std::initializer_list<const nlohmann::json*>{&tokenizer_config, &config}) {
     if (source->is_object() && source->contains("do_lower_case") &&
@@ -122,13 +118,15 @@ WordPieceTokenizer::Options WordPieceOptionsOf(const fs::path& checkpoint_dir,
 }
 
 absl::StatusOr<CheckpointTokenizer> LoadCheckpointTokenizer(const fs::path& checkpoint_dir,
-                                                            const nlohmann::json& config) {
+                                                            const nlohmann::json& config,
+                                                            const FileGate& gate) {
+  const auto IsFile = [&gate](const fs::path& path) { return gate.IsFile(path); };
   CheckpointTokenizer result;
   const fs::path vocab_txt = checkpoint_dir / "vocab.txt";
   if (IsFile(vocab_txt)) {
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<WordPieceTokenizer> wordpiece,
-        WordPieceTokenizer::Create(vocab_txt, WordPieceOptionsOf(checkpoint_dir, config)));
+    ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> wordpiece,
+                     WordPieceTokenizer::Create(
+                         vocab_txt, WordPieceOptionsOf(checkpoint_dir, config, gate), gate));
     result.framing = BertFraming(*wordpiece);
     result.tokenizer = std::move(wordpiece);
     result.description = absl::StrCat("WordPiece from ", vocab_txt.string());
@@ -137,23 +135,23 @@ absl::StatusOr<CheckpointTokenizer> LoadCheckpointTokenizer(const fs::path& chec
   const fs::path tokenizer_json = checkpoint_dir / "tokenizer.json";
   std::string other_model;
   if (IsFile(tokenizer_json)) {
-    ASSIGN_OR_RETURN(const std::string type, ModelTypeOf(tokenizer_json));
+    ASSIGN_OR_RETURN(const std::string type, ModelTypeOf(tokenizer_json, gate));
     if (type == "BPE") {
-      return FramedBpe(checkpoint_dir, BpeTokenizer::FromTokenizerJson(tokenizer_json),
-                       absl::StrCat("BPE from ", tokenizer_json.string()));
+      return FramedBpe(checkpoint_dir, BpeTokenizer::FromTokenizerJson(tokenizer_json, gate),
+                       absl::StrCat("BPE from ", tokenizer_json.string()), gate);
     }
     other_model = absl::StrCat(" (tokenizer.json has model.type '", type, "', not BPE)");
   }
   const fs::path tokenizer_model = checkpoint_dir / "tokenizer.model";
   if (IsFile(tokenizer_model)) {
-    return FramedBpe(checkpoint_dir, BpeTokenizer::FromSentencePieceModel(tokenizer_model),
-                     absl::StrCat("SentencePiece BPE from ", tokenizer_model.string()));
+    return FramedBpe(checkpoint_dir, BpeTokenizer::FromSentencePieceModel(tokenizer_model, gate),
+                     absl::StrCat("SentencePiece BPE from ", tokenizer_model.string()), gate);
   }
   const fs::path vocab_json = checkpoint_dir / "vocab.json";
   const fs::path merges_txt = checkpoint_dir / "merges.txt";
   if (IsFile(vocab_json) && IsFile(merges_txt)) {
     ASSIGN_OR_RETURN(result.tokenizer,
-                     BpeTokenizer::FromVocabAndMerges(vocab_json, merges_txt));
+                     BpeTokenizer::FromVocabAndMerges(vocab_json, merges_txt, gate));
     result.description =
         absl::StrCat("byte-level BPE from ", vocab_json.string(), " + ", merges_txt.string());
     return result;

@@ -25,6 +25,7 @@
 #include "analysis/probe/probe.h"
 #include "analysis/tokenizer/tokenizer.h"
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
+#include "common/file_gate.h"
 #include "nlohmann/json.hpp"
 
 namespace anisoscope::analysis {
@@ -38,12 +39,14 @@ struct CheckpointTokenizer {
 };
 
 // `config` is the checkpoint's parsed config.json (for do_lower_case).
+// Every file is read through `gate`.
 absl::StatusOr<CheckpointTokenizer> LoadCheckpointTokenizer(
-    const std::filesystem::path& checkpoint_dir, const nlohmann::json& config);
+    const std::filesystem::path& checkpoint_dir, const nlohmann::json& config,
+    const FileGate& gate);
 
 // WordPiece casing from tokenizer_config.json (where Hugging Face keeps it), else
 // config.json, else uncased (MultiBERTs, bert-base-uncased).
 WordPieceTokenizer::Options WordPieceOptionsOf(const std::filesystem::path& checkpoint_dir,
-                                               const nlohmann::json& config);
+                                               const nlohmann::json& config, const FileGate& gate);
 
 }  // namespace anisoscope::analysis

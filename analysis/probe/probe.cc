@@ -1,16 +1,17 @@
-// Probe ids, Probe accessors and token-id probe files (JSON lines).
+// Probe accessors and token-id probe files (JSON lines); probe ids are in probe_id.cc.
 #include "analysis/probe/probe.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <istream>
 #include <limits>
-#include <system_error>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/json_error.h"
 #include "analysis/probe/probe_file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -18,25 +19,14 @@
 namespace anisoscope::analysis {
 namespace {
 
-constexpr uint64_t kFnvOffsetBasis = 14695981039346656037ULL;
-constexpr uint64_t kFnvPrime = 1099511628211ULL;
-
-// FNV-1a over the 8 little-endian bytes of `value`.
-void HashInt64(int64_t value, uint64_t* hash) {
-  const auto bits = static_cast<uint64_t>(value);
-  for (int byte = 0; byte < 8; ++byte) {
-    *hash ^= (bits >> (8 * byte)) & 0xFF;
-    *hash *= kFnvPrime;
-  }
-}
-
 // The ids of one JSON line, or INVALID_ARGUMENT prefixed by `where` ("file line N").
 absl::StatusOr<std::vector<int64_t>> ParseIdLine(std::string_view line, const std::string& where) {
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(line);
   } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for 1e999
-    return absl::InvalidArgumentError(absl::StrCat(where, ": not valid JSON (", e.what(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": not valid JSON (", JsonErrorText(e), ")"));
   }
   if (!value.is_array()) {
     return absl::InvalidArgumentError(
@@ -61,6 +51,21 @@ absl::StatusOr<std::vector<int64_t>> ParseIdLine(std::string_view line, const st
   return ids;
 }
 
+// Reads the next line of `in` (without its '\n') into `line`; false at the end of input.
+// Stops reading a line longer than `max_bytes` after its max_bytes + 1st byte.
+bool ReadLineUpTo(std::istream& in, int64_t max_bytes, std::string* line) {
+  line->clear();
+  std::streambuf* buffer = in.rdbuf();
+  bool any = false;
+  for (int c = buffer->sbumpc(); c != std::char_traits<char>::eof(); c = buffer->sbumpc()) {
+    any = true;
+    if (c == '\n') return true;
+    line->push_back(static_cast<char>(c));
+    if (static_cast<int64_t>(line->size()) > max_bytes) return true;
+  }
+  return any;
+}
+
 }  // namespace
 
 int64_t Probe::num_tokens() const {
@@ -73,19 +78,6 @@ int64_t Probe::max_length() const {
   size_t longest = 0;
   for (const auto& sample : samples) longest = std::max(longest, sample.size());
   return static_cast<int64_t>(longest);
-}
-
-// Hashed as int64 little-endian: the sample count, then per sample its length and its ids.
-std::string ComputeProbeId(const std::vector<std::vector<int64_t>>& samples) {
-  uint64_t hash = kFnvOffsetBasis;
-  HashInt64(static_cast<int64_t>(samples.size()), &hash);
-  for (const auto& sample : samples) {
-    HashInt64(static_cast<int64_t>(sample.size()), &hash);
-    for (const int64_t id : sample) HashInt64(id, &hash);
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
-  return absl::StrCat("p", hex);
 }
 
 namespace internal {
@@ -103,37 +95,47 @@ absl::Status CheckProbeLimits(const std::filesystem::path& file, int64_t max_sam
   return absl::OkStatus();
 }
 
-absl::Status OpenProbeFile(const std::filesystem::path& file, std::ifstream* in) {
-  std::error_code error;
-  if (!std::filesystem::exists(file, error)) {
-    return absl::NotFoundError(absl::StrCat("probe file not found: ", file.string()));
+ProbeFile::ProbeFile(UniqueFd fd)
+    : buffer_(fd.release(), std::ios::in | std::ios::binary), stream_(&buffer_) {}
+
+absl::StatusOr<std::unique_ptr<ProbeFile>> ProbeFile::Open(const std::filesystem::path& file,
+                                                           const FileGate& gate) {
+  absl::StatusOr<UniqueFd> fd = gate.OpenFile(file);
+  if (!fd.ok()) {
+    return absl::Status(fd.status().code(), absl::StrCat("probe file: ", fd.status().message()));
   }
-  if (std::filesystem::is_directory(file, error)) {
-    return absl::InvalidArgumentError(absl::StrCat("probe file is a directory: ", file.string()));
-  }
-  in->open(file, std::ios::binary);
-  if (!*in) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot open probe file: ", file.string()));
-  }
-  return absl::OkStatus();
+  return std::unique_ptr<ProbeFile>(new ProbeFile(*std::move(fd)));
 }
 
 }  // namespace internal
 
 absl::StatusOr<Probe> ReadTokenProbe(const std::filesystem::path& file, int64_t max_samples,
-                                     int64_t seq_len) {
+                                     int64_t seq_len, const FileGate& gate, int64_t max_tokens) {
   RETURN_IF_ERROR(internal::CheckProbeLimits(file, max_samples, seq_len, 1));
-  std::ifstream in;
-  RETURN_IF_ERROR(internal::OpenProbeFile(file, &in));
+  ASSIGN_OR_RETURN(const std::unique_ptr<internal::ProbeFile> opened,
+                   internal::ProbeFile::Open(file, gate));
+  std::istream& in = opened->stream();
 
   std::vector<std::vector<int64_t>> samples;
   std::string line;
-  for (int64_t line_number = 1;
-       static_cast<int64_t>(samples.size()) < max_samples && std::getline(in, line);
-       ++line_number) {
+  int64_t tokens = 0;
+  const auto too_many = [&](int64_t line_number) {
+    return absl::ResourceExhaustedError(absl::StrCat(file.string(), " line ", line_number,
+                                                     ": the probe's samples hold more than ",
+                                                     max_tokens, " token ids, the most allowed"));
+  };
+  for (int64_t line_number = 1; static_cast<int64_t>(samples.size()) < max_samples; ++line_number) {
+    const int64_t left = max_tokens - tokens;
+    const int64_t max_bytes = left >= std::numeric_limits<int64_t>::max() / kMaxBytesPerTokenId - 1
+                                  ? std::numeric_limits<int64_t>::max() - 1
+                                  : kMaxBytesPerTokenId * (left + 1);
+    if (!ReadLineUpTo(in, max_bytes, &line)) break;
+    if (static_cast<int64_t>(line.size()) > max_bytes) return too_many(line_number);
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     ASSIGN_OR_RETURN(std::vector<int64_t> ids,
                      ParseIdLine(line, absl::StrCat(file.string(), " line ", line_number)));
+    tokens += std::min(static_cast<int64_t>(ids.size()), seq_len);
+    if (tokens > max_tokens) return too_many(line_number);
     samples.push_back(std::move(ids));
   }
   if (in.bad()) {

@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "analysis/tokenizer/tokenizer.h"
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
@@ -50,13 +52,23 @@ struct ProbeSpec {
   int64_t token_samples = kDefaultTokenSamples;
 };
 
-// "p" + 16 hex digits of a 64-bit FNV-1a over the sample count, lengths and ids.
+// "p" + 32 hex digits: the first 128 bits of SHA-256 over the sample count, then per sample
+// its length and its ids, each as 8 little-endian bytes (probe_id.cc). A digest, so that
+// two different probes cannot be made to share an id.
 std::string ComputeProbeId(const std::vector<std::vector<int64_t>>& samples);
+
+// The bytes a token file's line may spend per id (digits, separator, spaces): a line longer
+// than this many per id its probe may still hold is refused unread.
+inline constexpr int64_t kMaxBytesPerTokenId = 32;
 
 // JSON lines, one array of token ids per line (blank lines ignored), used verbatim:
 // the first `max_samples` lines, each truncated to `seq_len`. Errors name file and line.
+// The file is opened through `gate`. The read stops with RESOURCE_EXHAUSTED once the
+// samples read (each truncated) hold more than `max_tokens` ids, or at a line longer than
+// kMaxBytesPerTokenId bytes per id still allowed: no line past the bound is read whole.
 absl::StatusOr<Probe> ReadTokenProbe(const std::filesystem::path& file, int64_t max_samples,
-                                     int64_t seq_len);
+                                     int64_t seq_len, const FileGate& gate,
+                                     int64_t max_tokens = std::numeric_limits<int64_t>::max());
 // The same probe from samples already read from `file`: the first `max_samples`, each
 // truncated to `seq_len`. INVALID_ARGUMENT for no samples, an empty one or a negative id.
 absl::StatusOr<Probe> TokenProbeFromIds(std::vector<std::vector<int64_t>> samples,
@@ -86,8 +98,9 @@ SampleFraming BertFraming(const WordPieceTokenizer& tokenizer);
 // this equals encoding the file line by line, as probes did before.
 // kLines: one sample per line that has tokens, each line encoded alone without its "\n" or
 // "\r\n", truncated.
+// `file` is opened through `gate`.
 absl::StatusOr<Probe> BuildTextProbe(const std::filesystem::path& file, const Tokenizer& tokenizer,
                                      const SampleFraming& framing, TextMode mode,
-                                     int64_t max_samples, int64_t seq_len);
+                                     int64_t max_samples, int64_t seq_len, const FileGate& gate);
 
 }  // namespace anisoscope::analysis

@@ -1,6 +1,5 @@
 // Text probes: a text file tokenized into framed windows or lines.
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <utility>
@@ -8,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/json_error.h"
 #include "analysis/probe/probe.h"
 #include "analysis/probe/probe_file.h"
 #include "analysis/probe/text_stream.h"
@@ -18,7 +18,7 @@ namespace {
 
 // Next line of `in` without its "\n" or "\r\n" (wikitext-2 has CRLF line ends, and a
 // byte-level BPE would otherwise encode the "\r"); for kLines.
-bool NextLine(std::ifstream& in, std::string* line) {
+bool NextLine(std::istream& in, std::string* line) {
   if (!std::getline(in, *line)) return false;
   if (!line->empty() && line->back() == '\r') line->pop_back();
   return true;
@@ -36,7 +36,7 @@ std::vector<int64_t> Wrap(const SampleFraming& framing, const std::vector<int64_
 }
 
 // Consecutive windows of `body` ids of the whole text's token stream (text_stream.h).
-std::vector<std::vector<int64_t>> MakeWindows(std::ifstream& in, const Tokenizer& tokenizer,
+std::vector<std::vector<int64_t>> MakeWindows(std::istream& in, const Tokenizer& tokenizer,
                                               const SampleFraming& framing, size_t max_samples,
                                               size_t body) {
   const size_t max = std::numeric_limits<size_t>::max();
@@ -50,7 +50,7 @@ std::vector<std::vector<int64_t>> MakeWindows(std::ifstream& in, const Tokenizer
 }
 
 // One sample per line that has tokens, each truncated to `body` tokens.
-std::vector<std::vector<int64_t>> MakeLines(std::ifstream& in, const Tokenizer& tokenizer,
+std::vector<std::vector<int64_t>> MakeLines(std::istream& in, const Tokenizer& tokenizer,
                                             const SampleFraming& framing, size_t max_samples,
                                             size_t body) {
   std::vector<std::vector<int64_t>> samples;
@@ -73,11 +73,12 @@ SampleFraming BertFraming(const WordPieceTokenizer& tokenizer) {
 
 absl::StatusOr<Probe> BuildTextProbe(const std::filesystem::path& file, const Tokenizer& tokenizer,
                                      const SampleFraming& framing, TextMode mode,
-                                     int64_t max_samples, int64_t seq_len) {
+                                     int64_t max_samples, int64_t seq_len, const FileGate& gate) {
   // Room for the framing and at least one token.
   RETURN_IF_ERROR(internal::CheckProbeLimits(file, max_samples, seq_len, framing.size() + 1));
-  std::ifstream in;
-  RETURN_IF_ERROR(internal::OpenProbeFile(file, &in));
+  ASSIGN_OR_RETURN(const std::unique_ptr<internal::ProbeFile> opened,
+                   internal::ProbeFile::Open(file, gate));
+  std::istream& in = opened->stream();
 
   const auto body = static_cast<size_t>(seq_len - framing.size());
   const auto limit = static_cast<size_t>(max_samples);

@@ -1,12 +1,11 @@
 #include "analysis/tokenizer/bpe_files.h"
 
-#include <fstream>
-#include <iterator>
-#include <system_error>
+#include <cstdint>
 #include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/json_error.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -18,31 +17,25 @@ using nlohmann::json;
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadTokenizerFile(const fs::path& file, const std::string& what) {
-  std::error_code error;
-  if (!fs::exists(file, error)) {
-    return absl::NotFoundError(absl::StrCat(what, " not found: ", file.string()));
-  }
-  if (!fs::is_regular_file(file, error)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " is not a file: ", file.string()));
-  }
-  std::ifstream in(file, std::ios::binary);
-  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot read ", what, ": ", file.string()));
+absl::StatusOr<std::string> ReadTokenizerFile(const fs::path& file, const std::string& what,
+                                              const FileGate& gate) {
+  constexpr uint64_t kMaxTokenizerFileBytes = uint64_t{256} << 20;
+  absl::StatusOr<std::string> contents = gate.ReadFile(file, kMaxTokenizerFileBytes);
+  if (!contents.ok()) {
+    return absl::Status(contents.status().code(),
+                        absl::StrCat(what, ": ", contents.status().message()));
   }
   return contents;
 }
 
 namespace {
 
-absl::StatusOr<json> ReadJson(const fs::path& file, const std::string& what) {
-  ASSIGN_OR_RETURN(const std::string text, ReadTokenizerFile(file, what));
+absl::StatusOr<json> ReadJson(const fs::path& file, const std::string& what, const FileGate& gate) {
+  ASSIGN_OR_RETURN(const std::string text, ReadTokenizerFile(file, what, gate));
   try {
     return json::parse(text);
   } catch (const json::exception& error) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file.string(), ": malformed JSON: ", error.what()));
+    return absl::InvalidArgumentError(absl::StrCat(file.string(), ": ", JsonErrorText(error)));
   }
 }
 
@@ -363,8 +356,8 @@ absl::StatusOr<BpeConfig> ParseTokenizerJson(const json& root, const fs::path& f
 
 }  // namespace
 
-absl::StatusOr<BpeConfig> ReadTokenizerJson(const fs::path& file) {
-  ASSIGN_OR_RETURN(const json root, ReadJson(file, "tokenizer.json"));
+absl::StatusOr<BpeConfig> ReadTokenizerJson(const fs::path& file, const FileGate& gate) {
+  ASSIGN_OR_RETURN(const json root, ReadJson(file, "tokenizer.json", gate));
   // The parsers check each field's type; a nlohmann exception is a check they missed.
   try {
     return ParseTokenizerJson(root, file);
@@ -374,14 +367,14 @@ absl::StatusOr<BpeConfig> ReadTokenizerJson(const fs::path& file) {
   }
 }
 
-absl::StatusOr<BpeConfig> ReadVocabAndMerges(const fs::path& vocab_json,
-                                                      const fs::path& merges_txt) {
+absl::StatusOr<BpeConfig> ReadVocabAndMerges(const fs::path& vocab_json, const fs::path& merges_txt,
+                                             const FileGate& gate) {
   BpeConfig config;
   config.source = absl::StrCat(vocab_json.string(), " + ", merges_txt.string());
   config.pre_tokenizer.push_back({PreTokenizerStep::Kind::kByteLevel});
-  ASSIGN_OR_RETURN(const json vocab, ReadJson(vocab_json, "vocab.json"));
+  ASSIGN_OR_RETURN(const json vocab, ReadJson(vocab_json, "vocab.json", gate));
   ASSIGN_OR_RETURN(config.vocab, ParseVocab(vocab, vocab_json, "(root)"));
-  ASSIGN_OR_RETURN(const std::string merges, ReadTokenizerFile(merges_txt, "merges.txt"));
+  ASSIGN_OR_RETURN(const std::string merges, ReadTokenizerFile(merges_txt, "merges.txt", gate));
   // As tokenizers' BPE::read_file: "#version" lines skipped, every other line "left right".
   size_t line_number = 0;
   for (size_t pos = 0; pos < merges.size();) {

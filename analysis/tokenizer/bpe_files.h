@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "analysis/tokenizer/added_tokens.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis::internal {
 
@@ -65,13 +66,16 @@ struct BpeConfig {
   std::vector<int64_t> suffix_ids;
 };
 
-absl::StatusOr<BpeConfig> ReadTokenizerJson(const std::filesystem::path& file);
+absl::StatusOr<BpeConfig> ReadTokenizerJson(const std::filesystem::path& file,
+                                            const FileGate& gate);
 
-// The bytes of a tokenizer file; NOT_FOUND or INVALID_ARGUMENT naming `what` and the path.
+// The bytes of a tokenizer file (at most 256 MiB), opened through `gate`; its error, or
+// INVALID_ARGUMENT naming `what` and the path.
 absl::StatusOr<std::string> ReadTokenizerFile(const std::filesystem::path& file,
-                                              const std::string& what);
+                                              const std::string& what, const FileGate& gate);
 
 absl::StatusOr<BpeConfig> ReadVocabAndMerges(const std::filesystem::path& vocab_json,
-                                                      const std::filesystem::path& merges_txt);
+                                             const std::filesystem::path& merges_txt,
+                                             const FileGate& gate);
 
 }  // namespace anisoscope::analysis::internal

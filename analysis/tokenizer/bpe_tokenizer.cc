@@ -11,22 +11,23 @@
 
 namespace anisoscope::analysis {
 absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTokenizerJson(
-    const std::filesystem::path& tokenizer_json) {
-  ASSIGN_OR_RETURN(internal::BpeConfig config,
-                   internal::ReadTokenizerJson(tokenizer_json));
+    const std::filesystem::path& tokenizer_json, const FileGate& gate) {
+  ASSIGN_OR_RETURN(internal::BpeConfig config, internal::ReadTokenizerJson(tokenizer_json, gate));
   return FromConfig(std::move(config));
 }
 
 absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromSentencePieceModel(
-    const std::filesystem::path& tokenizer_model) {
-  ASSIGN_OR_RETURN(internal::BpeConfig config, internal::ReadSentencePieceModel(tokenizer_model));
+    const std::filesystem::path& tokenizer_model, const FileGate& gate) {
+  ASSIGN_OR_RETURN(internal::BpeConfig config,
+                   internal::ReadSentencePieceModel(tokenizer_model, gate));
   return FromConfig(std::move(config));
 }
 
 absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromVocabAndMerges(
-    const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
+    const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt,
+    const FileGate& gate) {
   ASSIGN_OR_RETURN(internal::BpeConfig config,
-                   internal::ReadVocabAndMerges(vocab_json, merges_txt));
+                   internal::ReadVocabAndMerges(vocab_json, merges_txt, gate));
   return FromConfig(std::move(config));
 }
 

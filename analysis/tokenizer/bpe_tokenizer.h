@@ -29,6 +29,7 @@
 #include "analysis/tokenizer/pre_tokenizer.h"
 #include "analysis/tokenizer/text_normalizer.h"
 #include "analysis/tokenizer/tokenizer.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
@@ -37,18 +38,20 @@ class BpeTokenizer : public Tokenizer {
   // A Hugging Face tokenizer.json with model.type "BPE". Errors name the file and the
   // field: malformed JSON, a missing model.vocab or model.merges, an unsupported model,
   // normalizer, pre-tokenizer or post-processor type, a Split regex that does not compile.
+  // Every factory reads its files through `gate`.
   static absl::StatusOr<std::unique_ptr<BpeTokenizer>> FromTokenizerJson(
-      const std::filesystem::path& tokenizer_json);
+      const std::filesystem::path& tokenizer_json, const FileGate& gate);
 
   // A SentencePiece tokenizer.model (BPE: LLaMA, LLaMA-2, Mistral, TinyLlama, Amber),
   // converted as Hugging Face's LlamaConverter does (sentencepiece_model.h); <s> first.
   static absl::StatusOr<std::unique_ptr<BpeTokenizer>> FromSentencePieceModel(
-      const std::filesystem::path& tokenizer_model);
+      const std::filesystem::path& tokenizer_model, const FileGate& gate);
 
   // GPT-2's vocab.json + merges.txt, configured as HF's GPT2TokenizerFast conversion:
   // no normalizer, ByteLevel without prefix space, <|endoftext|> a special added token.
   static absl::StatusOr<std::unique_ptr<BpeTokenizer>> FromVocabAndMerges(
-      const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt);
+      const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt,
+      const FileGate& gate);
 
   std::vector<int64_t> Encode(std::string_view text) const override;
   int64_t vocab_size() const override { return vocab_size_; }

@@ -213,8 +213,8 @@ std::vector<std::pair<std::string, std::string>> ExtractMerges(
 
 }  // namespace
 
-absl::StatusOr<BpeConfig> ReadSentencePieceModel(const fs::path& file) {
-  ASSIGN_OR_RETURN(const std::string bytes, ReadTokenizerFile(file, "SentencePiece model"));
+absl::StatusOr<BpeConfig> ReadSentencePieceModel(const fs::path& file, const FileGate& gate) {
+  ASSIGN_OR_RETURN(const std::string bytes, ReadTokenizerFile(file, "SentencePiece model", gate));
   const auto error = [&file](const std::string& field, const std::string& problem) {
     return absl::InvalidArgumentError(
         absl::StrCat(file.string(), ": field '", field, "' ", problem));

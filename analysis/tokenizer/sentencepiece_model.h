@@ -15,12 +15,14 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/tokenizer/bpe_files.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis::internal {
 
 // NOT_FOUND for a missing file; INVALID_ARGUMENT naming the file and the field for bytes that
 // are not a ModelProto, a Unigram (or word, char) model, a normalizer other than identity,
 // remove_extra_whitespaces, or special ids outside the pieces.
-absl::StatusOr<BpeConfig> ReadSentencePieceModel(const std::filesystem::path& file);
+absl::StatusOr<BpeConfig> ReadSentencePieceModel(const std::filesystem::path& file,
+                                                 const FileGate& gate);
 
 }  // namespace anisoscope::analysis::internal

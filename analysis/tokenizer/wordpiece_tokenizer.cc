@@ -1,14 +1,12 @@
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
-#include <system_error>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/tokenizer/basic_tokenizer.h"
+#include "analysis/tokenizer/bpe_files.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
@@ -16,35 +14,16 @@ namespace {
 
 constexpr char kContinuationPrefix[] = "##";
 
-// Reads the whole file; errors name it.
-absl::StatusOr<std::string> ReadVocabFile(const std::filesystem::path& file) {
-  std::error_code error;
-  if (!std::filesystem::exists(file, error)) {
-    return absl::NotFoundError(absl::StrCat("vocab file not found: ", file.string()));
-  }
-  if (!std::filesystem::is_regular_file(file, error)) {
-    return absl::InvalidArgumentError(absl::StrCat("vocab file is not a file: ", file.string()));
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot open vocab file: ", file.string()));
-  }
-  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot read vocab file: ", file.string()));
-  }
-  return contents;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::Create(
-    const std::filesystem::path& vocab_file, const Options& options) {
+    const std::filesystem::path& vocab_file, const Options& options, const FileGate& gate) {
   if (options.max_input_chars_per_word <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_input_chars_per_word must be positive, got ", options.max_input_chars_per_word));
   }
-  ASSIGN_OR_RETURN(const std::string text, ReadVocabFile(vocab_file));
+  ASSIGN_OR_RETURN(const std::string text,
+                   internal::ReadTokenizerFile(vocab_file, "vocab file", gate));
 
   auto tokenizer = std::unique_ptr<WordPieceTokenizer>(new WordPieceTokenizer());
   tokenizer->options_ = options;

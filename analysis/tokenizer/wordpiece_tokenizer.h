@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/tokenizer/tokenizer.h"
+#include "common/file_gate.h"
 
 namespace anisoscope::analysis {
 
@@ -28,9 +29,10 @@ class WordPieceTokenizer : public Tokenizer {
     int max_input_chars_per_word = 100;
   };
 
-  // Reads a vocab.txt (one token per line, id = line number). Errors name the file.
+  // Reads a vocab.txt (one token per line, id = line number) through `gate`. Errors name
+  // the file.
   static absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> Create(
-      const std::filesystem::path& vocab_file, const Options& options);
+      const std::filesystem::path& vocab_file, const Options& options, const FileGate& gate);
 
   // Token ids of `text` (UTF-8; invalid bytes are dropped), without special tokens.
   std::vector<int64_t> Encode(std::string_view text) const override;

@@ -2,14 +2,19 @@
 // revoked one, with each role and with another namespace's token. The tables are built
 // from the services' descriptors and from ApiRoutes, so a method or route added later
 // without an entry here (and without its check) fails this test.
+#include <gmock/gmock.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/bearer_token.h"
+#include "server/host_commands.h"
 #include "server/http_routes.h"
 #include "storage/metrics_store.h"
 #include "tests/server/server_test_util.h"
@@ -46,6 +51,8 @@ class AccessTest : public ServerFixture {
              {"worker-a", Role::kWorker, "team-a"},
              {"admin-a", Role::kAdmin, "team-a"},
              {"writer-b", Role::kWriter, "team-b"},
+             {"worker-b", Role::kWorker, "team-b"},
+             {"worker-any", Role::kWorker, storage::kAnyNamespace},
              {"revoked-a", Role::kAdmin, "team-a"}}) {
       const std::string token = NewBearerToken();
       storage::TokenRecord record;
@@ -405,6 +412,157 @@ TEST_F(AccessTest, ANamespaceReadsOnlyFromItsOwnRoots) {
   EXPECT_EQ(outside.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(outside.error_message().find("outside the server's --allow-root"), std::string::npos)
       << outside.error_message();
+}
+
+// A worker's call with a token, naming no namespace (as anisoscope-worker does).
+grpc::Status LeaseAs(pb::WorkerService::Stub* workers, const std::string& token, int wait_ms,
+                     pb::LeaseWorkResponse* response) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.AddMetadata("authorization", "Bearer " + token);
+  pb::LeaseWorkRequest request;
+  request.mutable_worker()->set_name("w");
+  request.set_wait_ms(wait_ms);
+  return workers->LeaseWork(&context, request, response);
+}
+
+// A worker token made with --namespace NS leases only NS's units (and so sees only its
+// paths and probes); one made with '*' leases any namespace's.
+TEST_F(AccessTest, AWorkerTokenLeasesOnlyItsNamespacesUnits) {
+  pb::Job job_b;
+  {
+    grpc::ClientContext context;
+    Authorize(&context, Find("writer-b"));
+    ASSERT_TRUE(
+        jobs_->SubmitJob(&context, DirRequest("rb", MakeCheckpoints("rb", {7})), &job_b).ok());
+  }
+  // team-a's job 1 (steps 1 and 2) is older: an unscoped worker would get it first.
+  pb::LeaseWorkResponse b;
+  ASSERT_TRUE(LeaseAs(workers_.get(), Find("worker-b").token, 0, &b).ok());
+  ASSERT_TRUE(b.has_unit());
+  EXPECT_EQ(b.unit().job_id(), job_b.id());
+  EXPECT_EQ(b.unit().step(), 7);
+  // Nothing of team-b is left: a long poll ends empty although team-a's steps are pending.
+  pb::LeaseWorkResponse none;
+  ASSERT_TRUE(LeaseAs(workers_.get(), Find("worker-b").token, 300, &none).ok());
+  EXPECT_FALSE(none.has_unit());
+  pb::LeaseWorkResponse a;
+  ASSERT_TRUE(LeaseAs(workers_.get(), Find("worker-a").token, 0, &a).ok());
+  ASSERT_TRUE(a.has_unit());
+  EXPECT_EQ(a.unit().job_id(), 1);
+  pb::LeaseWorkResponse any;
+  ASSERT_TRUE(LeaseAs(workers_.get(), Find("worker-any").token, 0, &any).ok());
+  ASSERT_TRUE(any.has_unit());
+  EXPECT_EQ(any.unit().job_id(), 1);
+  EXPECT_EQ(any.unit().step(), 2);
+}
+
+// A waiting worker of team-b is not woken by team-a's new work, and is by team-b's.
+TEST_F(AccessTest, AScopedLongPollWaitsForItsOwnNamespace) {
+  pb::LeaseWorkResponse taken;  // job 1's two steps go to team-a's worker first
+  ASSERT_TRUE(LeaseAs(workers_.get(), Find("worker-a").token, 0, &taken).ok());
+  ASSERT_TRUE(LeaseAs(workers_.get(), Find("worker-a").token, 0, &taken).ok());
+  std::thread submitter([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (const auto& [writer, run] : {std::pair{"writer-a", "ra"}, std::pair{"writer-b", "rb"}}) {
+      grpc::ClientContext context;
+      Authorize(&context, Find(writer));
+      pb::Job job;
+      EXPECT_TRUE(
+          jobs_->SubmitJob(&context, DirRequest(run, MakeCheckpoints(run, {3})), &job).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  pb::LeaseWorkResponse b;
+  const grpc::Status status = LeaseAs(workers_.get(), Find("worker-b").token, 5000, &b);
+  submitter.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(b.has_unit());
+  EXPECT_EQ(b.unit().run(), "rb");
+}
+
+// Heartbeat, complete and fail of a lease come from the identity that took it: another worker
+// token (even one of every namespace) is refused, naming no token, and changes nothing.
+TEST_F(AccessTest, ALeaseIsBoundToTheIdentityThatTookIt) {
+  pb::LeaseWorkResponse leased;
+  ASSERT_TRUE(LeaseAs(workers_.get(), Find("worker-a").token, 0, &leased).ok());
+  ASSERT_TRUE(leased.has_unit());
+  const std::string lease_id = leased.unit().lease_id();
+  for (const char* other : {"worker-any", "worker-b", "admin-a"}) {
+    const auto as = [&](grpc::ClientContext* context) { Authorize(context, Find(other)); };
+    grpc::ClientContext beat_context;
+    as(&beat_context);
+    pb::HeartbeatRequest beat;
+    beat.set_lease_id(lease_id);
+    beat.set_probe_id("p00000000000000000000000000000001");
+    pb::HeartbeatResponse beat_response;
+    const grpc::Status heartbeat = workers_->Heartbeat(&beat_context, beat, &beat_response);
+    grpc::ClientContext complete_context;
+    as(&complete_context);
+    pb::CompleteWorkRequest complete;
+    complete.set_lease_id(lease_id);
+    pb::CompleteWorkResponse complete_response;
+    const grpc::Status completed =
+        workers_->CompleteWork(&complete_context, complete, &complete_response);
+    grpc::ClientContext fail_context;
+    as(&fail_context);
+    pb::FailWorkRequest fail;
+    fail.set_lease_id(lease_id);
+    fail.set_kind(pb::FailWorkRequest::KIND_FAILED);
+    pb::FailWorkResponse fail_response;
+    const grpc::Status failed = workers_->FailWork(&fail_context, fail, &fail_response);
+    for (const grpc::Status& status : {heartbeat, completed, failed}) {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+          << other << ": " << status.error_message();
+      EXPECT_THAT(status.error_message(), ::testing::HasSubstr("another worker identity"));
+      EXPECT_EQ(status.error_message().find("worker-a"), std::string::npos);
+    }
+  }
+  grpc::ClientContext context;
+  Authorize(&context, Find("worker-a"));
+  pb::HeartbeatRequest beat;
+  beat.set_lease_id(lease_id);
+  pb::HeartbeatResponse response;
+  const grpc::Status own = workers_->Heartbeat(&context, beat, &response);
+  ASSERT_TRUE(own.ok()) << own.error_message();
+  EXPECT_EQ(response.verdict(), pb::HeartbeatResponse::VERDICT_CONTINUE);
+  grpc::ClientContext job_context;
+  Authorize(&job_context, Find("writer-a"));
+  pb::GetJobRequest get;
+  get.set_id(1);
+  pb::Job job;
+  ASSERT_TRUE(jobs_->GetJob(&job_context, get, &job).ok());
+  EXPECT_EQ(job.checkpoints(0).state(), pb::STEP_STATE_RUNNING);
+  EXPECT_EQ(job.checkpoints(0).probe_id(), "");  // the other identity's report was not taken
+}
+
+// `tokens create --role worker` must say whose units the token leases: --namespace NS, or
+// '*' for every namespace; '*' is for worker tokens only.
+TEST_F(AccessTest, AWorkerTokenNeedsItsNamespaceSaid) {
+  const std::string db = (base_ / "host.db").string();
+  const auto run = [&db](std::vector<std::string> args, std::string* err) {
+    args.insert(args.begin(), {"anisoscope-server", "tokens", "create", "--db", db});
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    std::ostringstream out, errors;
+    const int code = RunHostCommand(static_cast<int>(argv.size()), argv.data(), out, errors);
+    *err = errors.str();
+    return code;
+  };
+  std::string err;
+  EXPECT_EQ(run({"--name", "w0", "--role", "worker"}, &err), 2);
+  EXPECT_THAT(err, ::testing::HasSubstr("a worker token needs --namespace"));
+  EXPECT_EQ(run({"--name", "w1", "--role", "worker", "--namespace", "nlp"}, &err), 0) << err;
+  EXPECT_EQ(run({"--name", "w2", "--role", "worker", "--namespace", "*"}, &err), 0) << err;
+  EXPECT_EQ(run({"--name", "r1", "--role", "reader", "--namespace", "*"}, &err), 1);
+  EXPECT_EQ(run({"--name", "r2", "--role", "reader"}, &err), 0) << err;  // default: default
+  auto store = storage::MetricsStore::Open({db});
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto tokens = (*store)->ListTokens(true);
+  ASSERT_TRUE(tokens.ok());
+  std::vector<std::string> made;
+  for (const storage::TokenRecord& token : *tokens) made.push_back(token.name + ":" + token.ns);
+  EXPECT_EQ(made, (std::vector<std::string>{"w1:nlp", "w2:*", "r2:default"}));
 }
 
 TEST(AccessModeTest, NoTokensOnlyOnLoopback) {

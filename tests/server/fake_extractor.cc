@@ -1,5 +1,6 @@
 #include "tests/server/fake_extractor.h"
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/message_limits.h"
 
 namespace anisoscope::server::testing {
 
@@ -81,14 +83,16 @@ analysis::CheckpointMetrics FakeMetricsFor(const fs::path& checkpoint_dir) {
 
 std::string FakeProbeId(const fs::path& probe_file) {
   constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
-  if (auto tokens = analysis::ReadTokenProbe(probe_file, kAll, kAll); tokens.ok()) {
+  if (auto tokens = analysis::ReadTokenProbe(probe_file, kAll, kAll, FileGate::Host());
+      tokens.ok()) {
     return tokens->id;  // what a unit's token ids hash to
   }
   std::ifstream in(probe_file, std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
-  char id[20];
-  std::snprintf(id, sizeof(id), "p%016llx", static_cast<unsigned long long>(Fnv1a(bytes.str())));
+  char id[40];
+  const auto hash = static_cast<unsigned long long>(Fnv1a(bytes.str()));
+  std::snprintf(id, sizeof(id), "p%016llx%016llx", hash, ~hash);  // a real id's form
   return id;
 }
 
@@ -100,6 +104,11 @@ void FakeEngine::FailOn(const std::string& basename) {
 void FakeEngine::SetBatchDelay(absl::Duration delay) {
   absl::MutexLock lock(&mu_);
   batch_delay_ = delay;
+}
+
+void FakeEngine::HugeUploadOn(const std::string& basename) {
+  absl::MutexLock lock(&mu_);
+  huge_.insert(basename);
 }
 
 void FakeEngine::BlockOn(const std::string& basename) {
@@ -138,7 +147,11 @@ worker::ExtractorFactory FakeEngine::Factory() {
 }
 
 absl::StatusOr<analysis::Probe> FakeExtractor::BuildProbe(const fs::path& checkpoint_dir,
-                                                          const analysis::ProbeSpec& spec) {
+                                                          const analysis::ProbeSpec& spec,
+                                                          const FileGate& files) {
+  if (absl::Status opened = files.OpenDirectory(checkpoint_dir).status(); !opened.ok()) {
+    return opened;
+  }
   if (!spec.token_ids.empty()) {
     analysis::Probe probe;
     probe.samples = spec.token_ids;
@@ -146,29 +159,33 @@ absl::StatusOr<analysis::Probe> FakeExtractor::BuildProbe(const fs::path& checkp
     probe.description = absl::StrCat("fake ", spec.file.filename().string());
     return probe;
   }
-  if (!fs::is_regular_file(spec.file)) {
-    return absl::NotFoundError(absl::StrCat("probe file '", spec.file.string(), "' missing"));
-  }
+  if (absl::Status opened = files.OpenFile(spec.file).status(); !opened.ok()) return opened;
   analysis::Probe probe;
   probe.samples = {{101, 7, 8, 102}, {101, 9, 102}, {101, 5, 6, 7, 102}};
   probe.id = FakeProbeId(spec.file);
   probe.description = absl::StrCat("fake ", spec.file.filename().string());
-  (void)checkpoint_dir;
   return probe;
 }
 
-std::string FakeFingerprintOf(const fs::path& checkpoint_dir) {
-  std::string fingerprint;
-  std::ifstream(checkpoint_dir / "fingerprint") >> fingerprint;
-  return fingerprint;
+std::string FakeFingerprintOf(const fs::path& checkpoint_dir, const FileGate& files) {
+  absl::StatusOr<std::string> fingerprint = files.ReadFile(checkpoint_dir / "fingerprint", 256);
+  if (!fingerprint.ok()) return "";
+  while (!fingerprint->empty() && std::isspace(static_cast<unsigned char>(fingerprint->back()))) {
+    fingerprint->pop_back();
+  }
+  return *fingerprint;
 }
 
 absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
     const fs::path& checkpoint_dir, const analysis::Probe& /*probe*/,
-    const analysis::ExtractCallbacks& callbacks) {
+    const analysis::ExtractCallbacks& callbacks, const FileGate& files) {
+  if (absl::Status opened = files.OpenDirectory(checkpoint_dir).status(); !opened.ok()) {
+    return opened;
+  }
   const std::string name = checkpoint_dir.filename().string();
   bool fail = false;
   bool block = false;
+  bool huge = false;
   absl::Duration delay;
   {
     absl::MutexLock lock(&engine_->mu_);
@@ -176,13 +193,14 @@ absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
     ++engine_->started_;
     fail = engine_->fail_.count(name) > 0;
     block = engine_->block_.count(name) > 0;
+    huge = engine_->huge_.count(name) > 0;
   }
   if (fail) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint '", (checkpoint_dir / "model.safetensors").string(),
                      "': tensor 'bert.embeddings.word_embeddings.weight' is truncated"));
   }
-  const std::string fingerprint = FakeFingerprintOf(checkpoint_dir);
+  const std::string fingerprint = FakeFingerprintOf(checkpoint_dir, files);
   if (!fingerprint.empty() && callbacks.fingerprinted) callbacks.fingerprinted(fingerprint);
   for (int batch = 0; batch < FakeEngine::kBatches; ++batch) {
     while (true) {
@@ -205,6 +223,7 @@ absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
   }
   analysis::CheckpointMetrics metrics = FakeMetricsFor(checkpoint_dir);
   metrics.fingerprint = fingerprint;
+  if (huge) metrics.final_norm_gain.assign((kMaxMessageBytes / sizeof(double)) + 4096, 1.0);
   return metrics;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/http_routes.h"
+#include "server/http_walls.h"
 #include "tests/server/server_test_util.h"
 
 namespace anisoscope::server::testing {
@@ -96,7 +97,7 @@ class HttpServerTest : public ServerFixture {
     }
     EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
     EXPECT_EQ(res->get_header_value("Content-Type"), "application/json; charset=utf-8");
-    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "*");
+    EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin")) << "no CORS by default";
     return json::parse(res->body);
   }
 
@@ -534,6 +535,155 @@ TEST(HttpRoutesTest, OpenApiDocumentsExactlyTheServedPaths) {
   std::set<std::string> served = {kMetricsPath};
   for (const ApiRoute& route : ApiRoutes({})) served.insert(route.path);
   EXPECT_EQ(documented, served) << path;
+}
+
+// The walls through the real server (loopback, no tokens): refusals are JSON, close the
+// connection, and never carry `Access-Control-Allow-Origin: *`.
+TEST_F(HttpServerTest, RequestsThatWouldReadABodyOrComeFromAForeignPageAreRefused) {
+  httplib::Result post = client_->Post("/api/v1/runs", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 413) << post->body;  // the body is refused before the method
+  httplib::Result put = client_->Put("/api/v1/runs");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 405);
+  EXPECT_EQ(put->get_header_value("Allow"), "GET, HEAD");
+  EXPECT_EQ(put->get_header_value("Connection"), "close");
+  EXPECT_EQ(json::parse(put->body)["error"]["code"], 405);
+  httplib::Result body = client_->Get("/api/v1/runs", {{"Content-Length", "3"}});
+  ASSERT_TRUE(body);
+  EXPECT_EQ(body->status, 413);
+  httplib::Result page = client_->Get("/api/v1/runs", {{"Origin", "https://evil.example"}});
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 403);
+  EXPECT_FALSE(page->has_header("Access-Control-Allow-Origin"));
+  httplib::Result own =
+      client_->Get("/api/v1/runs", {{"Origin", "http://" + server_->http_address()}});
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, 200);
+  EXPECT_EQ(GetJson("/api/v1/runs")["runs"], json::array());
+}
+
+RequestHead Head(std::string method, std::vector<std::pair<std::string, std::string>> headers) {
+  return {std::move(method), std::move(headers)};
+}
+
+TEST(HttpWallsTest, ABodyIsRefusedWhateverTheMethod) {
+  const BrowserPolicy open;  // tokens: no Host or Origin check
+  for (const char* method : {"GET", "POST", "PUT", "HEAD"}) {
+    for (const auto& header :
+         std::vector<std::pair<std::string, std::string>>{{"Content-Length", "1073741824"},
+                                                          {"content-length", "1"},
+                                                          {"Content-Length", "x"},
+                                                          {"Content-Length", ""},
+                                                          {"Transfer-Encoding", "chunked"},
+                                                          {"TRANSFER-ENCODING", "gzip, chunked"}}) {
+      const WallAnswer answer = CheckRequest(Head(method, {header}), open);
+      EXPECT_EQ(answer.http_status, 413) << method << " " << header.first;
+      EXPECT_EQ(answer.error.code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_TRUE(answer.close);
+    }
+  }
+  EXPECT_EQ(CheckRequest(Head("GET", {{"Content-Length", "0"}}), open).http_status, 0);
+  EXPECT_EQ(CheckRequest(Head("GET", {{"Content-Length", "0"}, {"Content-Length", "7"}}), open)
+                .http_status,
+            413);
+}
+
+TEST(HttpWallsTest, OnlyGetAndHeadAndTheCorsPreflightOfAListedOrigin) {
+  BrowserPolicy policy;
+  EXPECT_EQ(CheckRequest(Head("GET", {}), policy).http_status, 0);
+  EXPECT_EQ(CheckRequest(Head("HEAD", {}), policy).http_status, 0);
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"}) {
+    const WallAnswer answer = CheckRequest(Head(method, {}), policy);
+    EXPECT_EQ(answer.http_status, 405) << method;
+    EXPECT_TRUE(answer.close);
+    EXPECT_NE(answer.error.message().find(method), absl::string_view::npos);
+    EXPECT_EQ(answer.headers, (decltype(answer.headers){{"Allow", "GET, HEAD"}}));
+  }
+  policy.cors_origins = {"https://dash.example"};
+  const WallAnswer preflight = CheckRequest(
+      Head("OPTIONS",
+           {{"Origin", "https://dash.example"}, {"Access-Control-Request-Method", "GET"}}),
+      policy);
+  EXPECT_EQ(preflight.http_status, 204);
+  EXPECT_TRUE(preflight.error.ok());
+  EXPECT_FALSE(preflight.close);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"Vary", "Origin"},
+      {"Access-Control-Allow-Origin", "https://dash.example"},
+      {"Access-Control-Allow-Methods", "GET, HEAD"},
+      {"Access-Control-Allow-Headers", "Authorization, If-None-Match"},
+      {"Access-Control-Max-Age", "600"}};
+  EXPECT_EQ(preflight.headers, want);
+  for (const auto& headers : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"Origin", "https://other.example"}, {"Access-Control-Request-Method", "GET"}},
+           {{"Origin", "https://dash.example"}, {"Access-Control-Request-Method", "POST"}},
+           {{"Origin", "https://dash.example"}}}) {
+    const WallAnswer answer = CheckRequest(Head("OPTIONS", headers), policy);
+    EXPECT_EQ(answer.http_status, 405);
+  }
+}
+
+TEST(HttpWallsTest, CorsEchoesOnlyAListedOriginAndNeverAWildcard) {
+  BrowserPolicy policy;
+  policy.cors_origins = {"https://dash.example", "http://localhost:5173"};
+  const WallAnswer listed = CheckRequest(Head("GET", {{"Origin", "HTTPS://Dash.Example"}}), policy);
+  EXPECT_EQ(listed.http_status, 0);
+  EXPECT_EQ(listed.headers,
+            (decltype(listed.headers){{"Vary", "Origin"},
+                                      {"Access-Control-Allow-Origin", "https://dash.example"}}));
+  for (const char* origin : {"https://evil.example", "null", "*", "https://dash.example.evil",
+                             "http://dash.example", "https://dash.example:443"}) {
+    const WallAnswer other = CheckRequest(Head("GET", {{"Origin", origin}}), policy);
+    EXPECT_EQ(other.http_status, 0) << "tokens: the Origin alone refuses nothing";
+    EXPECT_EQ(other.headers, (decltype(other.headers){{"Vary", "Origin"}})) << origin;
+  }
+  EXPECT_TRUE(CheckRequest(Head("GET", {{"Origin", "https://dash.example"}}), {}).headers.empty());
+}
+
+TEST(HttpWallsTest, WithoutTokensOnlyLoopbackHostsAndTheServersOwnOrAListedOrigin) {
+  BrowserPolicy policy;
+  policy.loopback_only = true;
+  policy.cors_origins = {"https://dash.example"};
+  for (const char* host : {"127.0.0.1:8080", "localhost:8080", "[::1]:8080", "127.3.2.1"}) {
+    EXPECT_EQ(CheckRequest(Head("GET", {{"Host", host}}), policy).http_status, 0) << host;
+  }
+  for (const char* host : {"evil.example:8080", "127.0.0.1.evil.example:8080", "127.1:8080", ""}) {
+    const WallAnswer answer = CheckRequest(Head("GET", {{"Host", host}}), policy);
+    EXPECT_EQ(answer.http_status, 403) << host;
+    EXPECT_EQ(answer.error.code(), absl::StatusCode::kPermissionDenied);
+    EXPECT_NE(answer.error.message().find("--auth none"), absl::string_view::npos);
+  }
+  EXPECT_EQ(CheckRequest(Head("GET", {}), policy).http_status, 403) << "no Host";
+  EXPECT_EQ(CheckRequest(Head("GET", {{"Host", "localhost"}, {"Host", "evil.example"}}), policy)
+                .http_status,
+            403);
+  const auto from = [&](const char* origin) {
+    return CheckRequest(Head("GET", {{"Host", "localhost:8080"}, {"Origin", origin}}), policy)
+        .http_status;
+  };
+  EXPECT_EQ(from("http://localhost:8080"), 0);  // the dashboard itself
+  EXPECT_EQ(from("https://dash.example"), 0);
+  EXPECT_EQ(from("https://localhost:8080"), 403);  // not this server's scheme
+  EXPECT_EQ(from("http://localhost:8081"), 403);
+  EXPECT_EQ(from("http://127.0.0.1:8080"), 403);
+  EXPECT_EQ(from("https://evil.example"), 403);
+  EXPECT_EQ(from("null"), 403);
+  policy.tls = true;
+  EXPECT_EQ(from("https://localhost:8080"), 0);
+  EXPECT_EQ(from("http://localhost:8080"), 403);
+}
+
+TEST(HttpWallsTest, OriginsAreSchemeHostAndPortOnly) {
+  EXPECT_EQ(*NormalizeOrigin("HTTPS://Dash.Example:8443"), "https://dash.example:8443");
+  EXPECT_EQ(*NormalizeOrigin("http://[::1]:8080"), "http://[::1]:8080");
+  EXPECT_EQ(*NormalizeOrigin("http://127.0.0.1"), "http://127.0.0.1");
+  for (const char* bad : {"*", "null", "", "dash.example", "ftp://dash.example", "https://",
+                          "https://dash.example/", "https://dash.example/app",
+                          "https://user@dash.example", "https://dash.example:", "https://:80",
+                          "https://dash.example:80:80", "https://dash.example?x"}) {
+    EXPECT_EQ(NormalizeOrigin(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "absl/time/clock.h"
@@ -46,13 +47,13 @@ class LeaseTest : public ServerFixture {
   }
 
   grpc::Status Complete(const pb::WorkUnit& unit, const analysis::CheckpointMetrics& metrics,
-                        pb::CompleteWorkResponse* response) {
+                        pb::CompleteWorkResponse* response, const std::string& probe_id = "") {
     grpc::ClientContext context;
     pb::CompleteWorkRequest request;
     request.set_lease_id(unit.lease_id());
-    request.mutable_probe()->set_id(FakeProbeId(probe_));
-    request.mutable_probe()->set_num_samples(2);
-    request.mutable_probe()->set_num_tokens(21);  // FakeMetricsFor's
+    request.mutable_probe()->set_id(probe_id.empty() ? FakeProbeId(probe_) : probe_id);
+    request.mutable_probe()->set_num_samples(3);
+    request.mutable_probe()->set_num_tokens(21);  // FakeMetricsFor's, and the probe file's
     *request.mutable_metrics() = worker::ToUpload(metrics);
     return workers_->CompleteWork(&context, request, response);
   }
@@ -264,6 +265,79 @@ TEST_F(LeaseTest, TheLargestSupportedShapeUploadsWhole) {
   ASSERT_EQ(vectors.points_size(), 1);
   ASSERT_EQ(vectors.points(0).values_size(), 128);
   EXPECT_EQ(vectors.points(0).values(127), 35039.0);
+}
+
+// One worker identity (here every caller of a server without tokens: "anonymous") holds at
+// most --max-leases-per-worker leases and waits; the next is refused naming the flag, and
+// ending a lease makes room.
+TEST_F(LeaseTest, AWorkerIdentityHoldsAtMostItsLeaseCap) {
+  max_leases_per_worker_ = 2;
+  StartServer(0);
+  SubmitSteps("r", {1, 2, 3});
+  std::optional<pb::WorkUnit> first = Lease(0);
+  std::optional<pb::WorkUnit> second = Lease(0, "remote-2");
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  grpc::ClientContext context;
+  pb::LeaseWorkRequest request;
+  request.mutable_worker()->set_name("remote-3");
+  pb::LeaseWorkResponse response;
+  const grpc::Status refused = workers_->LeaseWork(&context, request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-leases-per-worker (2)"));
+  EXPECT_FALSE(response.has_unit());
+  pb::CompleteWorkResponse done;
+  ASSERT_TRUE(Complete(*first, FakeMetricsFor(root_ / "r/step_1"), &done).ok());
+  std::optional<pb::WorkUnit> third = Lease(0, "remote-3");
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->step(), 3);
+}
+
+// A lying upload (NaN where METRICS.md promises a number; a probe id that is not the unit's)
+// fails only its step and stores nothing; the job's other steps go on.
+TEST_F(LeaseTest, ALyingUploadFailsOnlyItsStepAndStoresNothing) {
+  StartServer(0);
+  const int64_t id = SubmitSteps("r", {1, 2, 3});
+  std::optional<pb::WorkUnit> nan_unit = Lease(0);
+  ASSERT_TRUE(nan_unit.has_value());
+  analysis::CheckpointMetrics nan = FakeMetricsFor(root_ / "r/step_1");
+  nan.heads[1].attn_entropy = std::numeric_limits<double>::quiet_NaN();
+  pb::CompleteWorkResponse response;
+  const grpc::Status refused = Complete(*nan_unit, nan, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("'attn_entropy': value 1 is NaN"));
+
+  std::optional<pb::WorkUnit> other_probe = Lease(0);
+  ASSERT_TRUE(other_probe.has_value());
+  const grpc::Status wrong_probe = Complete(*other_probe, FakeMetricsFor(root_ / "r/step_2"),
+                                            &response, "p0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(wrong_probe.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(wrong_probe.error_message(), HasSubstr("is not the id of the unit's token probe"));
+  EXPECT_EQ(StoredSteps("r"), 0);
+
+  std::optional<pb::WorkUnit> honest = Lease(0);
+  ASSERT_TRUE(honest.has_value());
+  ASSERT_TRUE(Complete(*honest, FakeMetricsFor(root_ / "r/step_3"), &response).ok());
+  const pb::Job job = WaitFinal(id);
+  EXPECT_EQ(job.checkpoints(0).state(), pb::STEP_STATE_FAILED);
+  EXPECT_EQ(job.checkpoints(1).state(), pb::STEP_STATE_FAILED);
+  EXPECT_EQ(job.checkpoints(2).state(), pb::STEP_STATE_DONE);
+  EXPECT_EQ(StoredSteps("r"), 1);
+}
+
+// The id a lease's heartbeat reported (the one the server checked for a stored step) is the
+// only one its upload may store under.
+TEST_F(LeaseTest, AnUploadStoresUnderTheProbeIdItsHeartbeatReported) {
+  StartServer(0);
+  SubmitSteps("r", {1});
+  std::optional<pb::WorkUnit> unit = Lease(0);
+  ASSERT_TRUE(unit.has_value());
+  pb::HeartbeatResponse beat;
+  ASSERT_TRUE(Heartbeat(*unit, &beat, "pffffffffffffffffffffffffffffffff").ok());
+  pb::CompleteWorkResponse response;
+  const grpc::Status refused = Complete(*unit, FakeMetricsFor(root_ / "r/step_1"), &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("this lease's heartbeat reported"));
+  EXPECT_EQ(StoredSteps("r"), 0);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,7 +88,7 @@ TEST(ResponseCacheTest, LeastRecentlyUsedAnswersGoFirstPastTheBudget) {
 
 TEST(HttpThreadPoolTest, GrowsAThreadPerWaitingTaskUpToItsMaximum) {
   auto gauge = std::make_shared<PoolGauge>();
-  HttpThreadPool pool(2, 6, gauge);
+  HttpThreadPool pool(2, 6, /*max_queued=*/8, gauge);
   EXPECT_EQ(gauge->threads.load(), 2);
   std::atomic<bool> release{false};
   std::atomic<int> started{0};
@@ -108,6 +110,34 @@ TEST(HttpThreadPoolTest, GrowsAThreadPerWaitingTaskUpToItsMaximum) {
   EXPECT_EQ(started.load(), 8) << "shutdown runs what was queued";
   EXPECT_EQ(gauge->waiting.load(), 0);
   EXPECT_EQ(gauge->busy.load(), 0);
+}
+
+TEST(HttpThreadPoolTest, AConnectionBeyondTheQueueIsRefusedOnTheAcceptingThread) {
+  auto gauge = std::make_shared<PoolGauge>();
+  HttpThreadPool pool(1, 1, /*max_queued=*/1, gauge);
+  std::mutex mu;
+  std::condition_variable released_cv;
+  bool released = false;
+  std::atomic<int> ran{0};
+  const auto hold = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    released_cv.wait(lock, [&] { return released; });
+    ran.fetch_add(1);
+  };
+  pool.enqueue(hold);  // the one thread
+  pool.enqueue(hold);  // the one place in the queue
+  bool refused_here = false;
+  pool.enqueue([&] { refused_here = HttpThreadPool::Refusing(); });
+  EXPECT_TRUE(refused_here) << "run at once, on this thread, told it is refused";
+  EXPECT_FALSE(HttpThreadPool::Refusing());
+  EXPECT_EQ(gauge->refused.load(), 1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+  }
+  released_cv.notify_all();
+  pool.shutdown();
+  EXPECT_EQ(ran.load(), 2);
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ TEST(ServerOptionsTest, DefaultsNeedOnlyAnAllowedRoot) {
   EXPECT_EQ(options->extractor.num_threads, 0);
   EXPECT_EQ(options->extractor.batch_size, 0);  // automatic
   EXPECT_EQ(options->log_level, "info");
+  EXPECT_EQ(options->max_leases_per_worker, 16);
+  EXPECT_EQ(Parse({"--allow-root", "/a", "--max-leases-per-worker", "3"})->max_leases_per_worker,
+            3);
 }
 
 TEST(ServerOptionsTest, EveryFlagMapsOntoItsField) {
@@ -58,6 +61,7 @@ TEST(ServerOptionsTest, BadFlagsAreOneLineErrors) {
       {"--allow-root", "/a", "--workers", "-1"},
       {"--allow-root", "/a", "--lease-timeout", "0"},
       {"--allow-root", "/a", "--max-attempts", "0"},
+      {"--allow-root", "/a", "--max-leases-per-worker", "0"},
       {"--allow-root", "/a", "--device", "tpu"},
       {"--allow-root", "/a", "--dtype", "int8"},
       {"--allow-root", "/a", "--listen", "nocolon"},
@@ -112,6 +116,97 @@ TEST(ServerOptionsTest, HelpNeedsNothingElseAndListsEveryFlag) {
   for (const char* flag :
        {"--listen", "--db", "--allow-root", "--workers", "--device", "--threads", "--batch-size",
         "--dtype", "--log-level", "--help", "--config", "--follow-interval", "--auth"}) {
+    EXPECT_NE(ServerUsage().find(flag), std::string::npos) << flag;
+  }
+}
+
+// Issue 28: "127.0.0.1.evil.example" began with "127." and passed for loopback.
+TEST(ServerOptionsTest, LoopbackIsParsedExactly) {
+  for (const char* loopback :
+       {"127.0.0.1:50051", "127.0.0.1", "127.255.1.2:1", "localhost:8080", "LocalHost",
+        "[::1]:8080", "[::1]", "::1", "[0:0:0:0:0:0:0:1]:80", "[::ffff:127.0.0.1]:80"}) {
+    EXPECT_TRUE(IsLoopback(loopback)) << loopback;
+  }
+  for (const char* other : {"127.0.0.1.evil.example:80",
+                            "127.evil.example",
+                            "127.1:80",
+                            "127.0.0.01:80",
+                            "0127.0.0.1",
+                            "128.0.0.1",
+                            "0.0.0.0:80",
+                            "[::2]:80",
+                            "::1:50051",
+                            "[::ffff:10.0.0.1]:80",
+                            "localhost.evil.example",
+                            "evil.localhost:80",
+                            "127.0.0.1:",
+                            "127.0.0.1:65536",
+                            "127.0.0.1:8o",
+                            "[::1",
+                            "[::1]x",
+                            "[::1]:",
+                            "",
+                            ":80"}) {
+    EXPECT_FALSE(IsLoopback(other)) << other;
+  }
+  ServerOptions options;
+  options.listen = "127.0.0.1.evil.example:50051";
+  EXPECT_EQ(*AuthModeFor(options), AuthMode::kTokens);
+  options.auth = "none";
+  EXPECT_EQ(AuthModeFor(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ServerOptionsTest, HttpWallsHaveFlagsWithDefaults) {
+  auto defaults = Parse({"--allow-root", "/a"});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->http_max_queued, 256);
+  EXPECT_EQ(defaults->http_read_timeout_seconds, 5);
+  EXPECT_EQ(defaults->http_write_timeout_seconds, 10);
+  EXPECT_TRUE(defaults->cors_origins.empty());
+  auto options = Parse({"--allow-root", "/a", "--http-max-queued", "0", "--http-read-timeout",
+                        "1.5", "--http-write-timeout=30", "--cors-origin", "https://Dash.Example",
+                        "--cors-origin", "http://localhost:5173"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->http_max_queued, 0);
+  EXPECT_EQ(options->http_read_timeout_seconds, 1.5);
+  EXPECT_EQ(options->http_write_timeout_seconds, 30);
+  EXPECT_EQ(options->cors_origins,
+            (std::vector<std::string>{"https://Dash.Example", "http://localhost:5173"}));
+  for (const char* origin : {"*", "null", "https://dash.example/", "dash.example",
+                             "ftp://dash.example", "https://user@dash.example", "https://:80"}) {
+    const auto refused = Parse({"--allow-root", "/a", "--cors-origin", origin});
+    ASSERT_FALSE(refused.ok()) << origin;
+    EXPECT_NE(refused.status().message().find("--cors-origin"), std::string::npos)
+        << refused.status();
+  }
+  EXPECT_FALSE(Parse({"--allow-root", "/a", "--http-read-timeout", "0"}).ok());
+  EXPECT_FALSE(Parse({"--allow-root", "/a", "--http-max-queued", "-1"}).ok());
+  for (const char* flag :
+       {"--http-max-queued", "--http-read-timeout", "--http-write-timeout", "--cors-origin"}) {
+    EXPECT_NE(ServerUsage().find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(ServerOptionsTest, PerCallerBoundsHaveFlagsWithDefaults) {
+  auto defaults = Parse({"--allow-root", "/a"});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->limits.max_series_points, 2'000'000);
+  EXPECT_EQ(defaults->limits.max_vector_values, 8'388'608);
+  EXPECT_EQ(defaults->limits.max_probe_tokens, 128 * 2048);
+  EXPECT_EQ(defaults->limits.max_watch_streams, 1000);
+  EXPECT_EQ(defaults->limits.max_watch_streams_per_caller, 16);
+  EXPECT_EQ(defaults->limits.max_watch_streams_per_namespace, 100);
+  auto options =
+      Parse({"--allow-root", "/a", "--max-vector-values", "7", "--max-probe-tokens", "9",
+             "--max-watch-streams-per-caller", "2", "--max-watch-streams-per-namespace=3"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->limits.max_vector_values, 7);
+  EXPECT_EQ(options->limits.max_probe_tokens, 9);
+  EXPECT_EQ(options->limits.max_watch_streams_per_caller, 2);
+  EXPECT_EQ(options->limits.max_watch_streams_per_namespace, 3);
+  for (const char* flag : {"--max-vector-values", "--max-probe-tokens",
+                           "--max-watch-streams-per-caller", "--max-watch-streams-per-namespace"}) {
+    EXPECT_FALSE(Parse({"--allow-root", "/a", flag, "0"}).ok()) << flag;
     EXPECT_NE(ServerUsage().find(flag), std::string::npos) << flag;
   }
 }

@@ -25,7 +25,9 @@ void ServerFixture::SetUp() {
   fs::create_directories(root_);
   fs::create_directories(outside_);
   probe_ = root_ / "probe.jsonl";
-  std::ofstream(probe_) << "[101, 7, 8, 102]\n[101, 9, 102]\n";
+  // 3 samples, 21 tokens: what FakeMetricsFor reports, so that uploads match the unit.
+  std::ofstream(probe_) << "[101, 7, 8, 9, 10, 11, 102]\n[101, 9, 12, 13, 14, 15, 102]\n"
+                           "[101, 5, 6, 7, 16, 17, 102]\n";
   db_ = base_ / "metrics.db";
   engine_ = std::make_unique<FakeEngine>();
 }
@@ -45,6 +47,7 @@ void ServerFixture::StartServer(int workers) {
   options.web_dir = web_dir_.string();
   options.lease_timeout_seconds = lease_timeout_seconds_;
   options.max_attempts = max_attempts_;
+  options.max_leases_per_worker = max_leases_per_worker_;
   options.auth = auth_;
   options.limits = limits_;
   auto server = AnisoscopeServer::Create(options, engine_->Factory());

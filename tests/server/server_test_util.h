@@ -53,6 +53,8 @@ class ServerFixture : public ::testing::Test {
   // Set before StartServer: ServerOptions::lease_timeout_seconds and max_attempts.
   double lease_timeout_seconds_ = 60;
   int max_attempts_ = 3;
+  // Set before StartServer: ServerOptions::max_leases_per_worker.
+  int max_leases_per_worker_ = 16;
   // Set before StartServer: ServerOptions::auth ("" leaves the loopback default, none).
   std::string auth_;
   // Set before StartServer: ServerOptions::limits.

@@ -42,6 +42,23 @@ TEST(ServiceMetricsTest, ExpositionHasGaugesCountersAndDeviceKinds) {
                               "series\",le=\"0.005\"} 1\n"));
 }
 
+// Family and device come from workers: whatever they send, the label values stay a fixed set.
+TEST(ServiceMetricsTest, WorkerSuppliedLabelsAreABoundedSet) {
+  ServiceMetrics metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics.RecordCheckpoint("family-" + std::to_string(i), "tpu" + std::to_string(i) + ":0", 1);
+  }
+  metrics.RecordCheckpoint("bert", "cpu", 1);
+  metrics.RecordCheckpoint("llama", "", 1);
+  const std::string text = metrics.Exposition({});
+  EXPECT_THAT(text, HasSubstr("anisoscope_checkpoints_analysed_total{family=\"other\","
+                              "device=\"other\"} 100\n"));
+  EXPECT_THAT(text, HasSubstr("{family=\"bert\",device=\"cpu\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("{family=\"llama\",device=\"unknown\"} 1\n"));
+  EXPECT_EQ(text.find("family-"), std::string::npos);
+  EXPECT_EQ(text.find("tpu"), std::string::npos);
+}
+
 TEST(ServiceMetricsTest, LabelValuesAreEscaped) {
   EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }

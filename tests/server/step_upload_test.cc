@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "analysis/probe/probe.h"
 #include "tests/server/fake_extractor.h"
 #include "worker/metrics_upload.h"
 
@@ -20,7 +23,7 @@ namespace pb = ::anisoscope::v1;
 pb::CompleteWorkRequest UploadOf(const analysis::CheckpointMetrics& metrics) {
   pb::CompleteWorkRequest upload;
   upload.set_lease_id("lease");
-  upload.mutable_probe()->set_id("p0123456789abcdef");
+  upload.mutable_probe()->set_id("p0123456789abcdef0123456789abcdef");
   upload.mutable_probe()->set_description("tokens probe.jsonl");
   upload.mutable_probe()->set_num_samples(metrics.num_samples);
   upload.mutable_probe()->set_num_tokens(metrics.num_tokens);
@@ -38,7 +41,7 @@ TEST(StepUploadTest, RoundTripKeepsEveryScalarAndVectorOfEveryHead) {
   EXPECT_EQ(result->step, 5);
   EXPECT_EQ(result->checkpoint_bytes, 1234);
   EXPECT_EQ(result->fingerprint, "");
-  EXPECT_EQ(result->probe.id, "p0123456789abcdef");
+  EXPECT_EQ(result->probe.id, "p0123456789abcdef0123456789abcdef");
   EXPECT_EQ(result->probe.num_samples, metrics.num_samples);
   EXPECT_EQ(result->model_family, "bert");
   EXPECT_EQ(result->num_layers, 2);
@@ -106,6 +109,20 @@ TEST(StepUploadTest, LyingShapesAreRefusedNamingTheField) {
        [](pb::CompleteWorkRequest* u) { u->mutable_metrics()->set_head_dim(1 << 20); }},
       {"metrics.model_family",
        [](pb::CompleteWorkRequest* u) { u->mutable_metrics()->clear_model_family(); }},
+      {"metrics.model_family: 'bert\nfamily=\"x' is not one of bert, gpt2",
+       [](pb::CompleteWorkRequest* u) {
+         u->mutable_metrics()->set_model_family("bert\nfamily=\"x");
+       }},
+      {"metrics.num_layers: 2000 is outside 1..1024",
+       [](pb::CompleteWorkRequest* u) { u->mutable_metrics()->set_num_layers(2000); }},
+      {"probe.description has 2000 bytes",
+       [](pb::CompleteWorkRequest* u) {
+         u->mutable_probe()->set_description(std::string(2000, 'x'));
+       }},
+      {"probe.id 'p0123456789abcdef' is not 'p' and 32 hex digits",
+       [](pb::CompleteWorkRequest* u) { u->mutable_probe()->set_id("p0123456789abcdef"); }},
+      {"seconds must be finite",
+       [](pb::CompleteWorkRequest* u) { u->set_seconds(std::numeric_limits<double>::infinity()); }},
       {"per_head[0]",
        [](pb::CompleteWorkRequest* u) {
          u->mutable_metrics()->mutable_per_head(0)->add_values(1);
@@ -155,6 +172,147 @@ TEST(StepUploadTest, LyingShapesAreRefusedNamingTheField) {
     ASSERT_FALSE(result.ok()) << lie.expected;
     EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(result.status().message().find(lie.expected), std::string::npos) << result.status();
+  }
+}
+
+// METRICS.md defines every value as a number; only a ratio that is 0/0 in a degenerate case
+// (analysis::MayBeUndefined) may be NaN, and nothing may be infinite.
+TEST(StepUploadTest, NonFiniteValuesOnlyWhereMetricsMdAllowsThem) {
+  const analysis::CheckpointMetrics metrics = testing::FakeMetricsFor("/x/step_5");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // (field, block name, value, allowed)
+  const std::vector<std::tuple<std::string, std::string, double, bool>> cases = {
+      {"per_head", "attn_entropy", nan, false},
+      {"per_head", "q_mean_norm", inf, false},
+      {"per_head", "qk_mean_cosine", nan, true},
+      {"per_head", "qk_mean_cosine", -inf, false},
+      {"per_head", "q_anisotropy", nan, true},
+      {"per_hidden_state", "hidden_mean_norm", nan, false},
+      {"per_hidden_state", "hidden_isoscore", nan, true},
+      {"per_checkpoint", "embed_partition_isotropy", nan, false},
+      {"vectors", "q_mean", nan, false},
+      {"samples", "k_sample", inf, false},
+      {"hidden_state_vectors", "hidden_spectrum", nan, true},
+      {"checkpoint_vectors", "final_norm_gain", nan, false},
+  };
+  for (const auto& [field, name, value, allowed] : cases) {
+    pb::CompleteWorkRequest upload = UploadOf(metrics);
+    pb::StepMetrics* m = upload.mutable_metrics();
+    bool set = false;
+    const auto poison = [&](auto* blocks, auto name_of) {
+      for (auto& block : *blocks) {
+        if (name_of(block) == name) {
+          block.set_values(block.values_size() - 1, value);
+          set = true;
+        }
+      }
+    };
+    const auto metric = [](const pb::ScalarBlock& b) { return b.metric(); };
+    const auto kind = [](const pb::VectorBlock& b) { return b.kind(); };
+    if (field == "per_head") poison(m->mutable_per_head(), metric);
+    if (field == "per_hidden_state") poison(m->mutable_per_hidden_state(), metric);
+    if (field == "per_checkpoint") poison(m->mutable_per_checkpoint(), metric);
+    if (field == "vectors") poison(m->mutable_vectors(), kind);
+    if (field == "samples") poison(m->mutable_samples(), kind);
+    if (field == "hidden_state_vectors") poison(m->mutable_hidden_state_vectors(), kind);
+    if (field == "checkpoint_vectors") poison(m->mutable_checkpoint_vectors(), kind);
+    ASSERT_TRUE(set) << field << " " << name;
+    auto result = StepResultFromUpload(upload, "run", 5, "/x/step_5");
+    const std::string where = field + " '" + name + "' = " + std::to_string(value);
+    if (allowed) {
+      EXPECT_TRUE(result.ok()) << where << ": " << result.status();
+    } else {
+      ASSERT_FALSE(result.ok()) << where;
+      EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << where;
+      EXPECT_NE(result.status().message().find("'" + name + "'"), std::string::npos)
+          << result.status();
+    }
+  }
+}
+
+// Every name MayBeUndefined allows is a stored metric or vector kind.
+TEST(StepUploadTest, TheNamesThatMayBeNanAreMetrics) {
+  int undefined = 0;
+  for (const auto* names : {&analysis::PerHeadMetricNames(), &analysis::PerHiddenStateMetricNames(),
+                            &analysis::PerCheckpointMetricNames(), &analysis::PerBlockMetricNames(),
+                            &analysis::AllVectorKinds()}) {
+    for (const std::string& name : *names) undefined += analysis::MayBeUndefined(name);
+  }
+  EXPECT_EQ(undefined, 13);
+  EXPECT_FALSE(analysis::MayBeUndefined("attn_entropy"));
+}
+
+// A unit's probe as the server sends it: token ids of lengths 5, 3 and 13 (21 tokens).
+pb::UnitProbe TokenUnitProbe() {
+  pb::UnitProbe probe;
+  probe.set_samples(128);
+  probe.set_token_samples(128);
+  for (const std::vector<int64_t>& sample : std::vector<std::vector<int64_t>>{
+           {1, 2, 3, 4, 5}, {6, 7, 8}, {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}}) {
+    probe.mutable_tokens()->add_samples()->mutable_ids()->Add(sample.begin(), sample.end());
+  }
+  return probe;
+}
+
+TEST(StepUploadTest, AnUploadMustCarryTheProbeOfItsUnit) {
+  const analysis::CheckpointMetrics metrics = testing::FakeMetricsFor("/x/step_5");
+  const pb::UnitProbe unit = TokenUnitProbe();
+  const std::string whole = analysis::ComputeProbeId(
+      {{1, 2, 3, 4, 5}, {6, 7, 8}, {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}});
+  pb::CompleteWorkRequest upload = UploadOf(metrics);  // 3 samples, 21 tokens
+  upload.mutable_probe()->set_id(whole);
+  EXPECT_TRUE(CheckUploadMatchesUnit(upload, unit, "").ok());
+  EXPECT_TRUE(CheckUploadMatchesUnit(upload, unit, whole).ok());
+  // Cut to a model's 7 positions: 5 + 3 + 7 = 15 tokens.
+  upload.mutable_probe()->set_num_tokens(15);
+  upload.mutable_probe()->set_id(
+      analysis::ComputeProbeId({{1, 2, 3, 4, 5}, {6, 7, 8}, {9, 10, 11, 12, 13, 14, 15}}));
+  EXPECT_TRUE(CheckUploadMatchesUnit(upload, unit, "").ok());
+
+  struct Lie {
+    std::string expected;
+    std::function<void(pb::CompleteWorkRequest*, pb::UnitProbe*, std::string*)> tell;
+  };
+  const std::vector<Lie> lies = {
+      {"is not the id of the unit's token probe",  // another namespace's probe id, say
+       [](pb::CompleteWorkRequest* u, pb::UnitProbe*, std::string*) {
+         u->mutable_probe()->set_id("p00000000000000000000000000000001");
+       }},
+      {"this lease's heartbeat reported",
+       [](pb::CompleteWorkRequest*, pb::UnitProbe*, std::string* reported) {
+         *reported = "p00000000000000000000000000000001";
+       }},
+      {"probe.num_tokens 12 is not the unit's token probe",
+       [](pb::CompleteWorkRequest* u, pb::UnitProbe*, std::string*) {
+         u->mutable_probe()->set_num_tokens(12);
+       }},
+      {"probe.num_tokens 21 is not the unit's token probe (3 samples of up to 13 ids) cut to any "
+       "one length (its seq_len is 4)",
+       [](pb::CompleteWorkRequest*, pb::UnitProbe* p, std::string*) { p->set_seq_len(4); }},
+      {"probe.num_samples 2 is not the unit's 3",
+       [](pb::CompleteWorkRequest* u, pb::UnitProbe*, std::string*) {
+         u->mutable_probe()->set_num_samples(2);
+       }},
+      {"probe.num_samples 3 is more than the unit's 2",
+       [](pb::CompleteWorkRequest*, pb::UnitProbe* p, std::string*) {
+         p->clear_tokens();
+         p->mutable_text()->set_path("/x/probe.txt");
+         p->set_samples(2);
+       }},
+      {"metrics.token_samples: 2 is more than the unit's 1",
+       [](pb::CompleteWorkRequest*, pb::UnitProbe* p, std::string*) { p->set_token_samples(1); }},
+  };
+  for (const Lie& lie : lies) {
+    pb::CompleteWorkRequest told = UploadOf(metrics);
+    told.mutable_probe()->set_id(whole);
+    pb::UnitProbe probe = unit;
+    std::string reported;
+    lie.tell(&told, &probe, &reported);
+    const absl::Status status = CheckUploadMatchesUnit(told, probe, reported);
+    ASSERT_FALSE(status.ok()) << lie.expected;
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find(lie.expected), std::string::npos) << status;
   }
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -104,6 +105,59 @@ TEST_F(ResultsTest, PointsAreOrderedByLayerHeadStepAndFiltered) {
   EXPECT_EQ(vectors->points[1].step, 200);
 }
 
+TEST_F(ResultsTest, SeriesAreCountedPerLayerAndHeadBeforeAnyIsReadAndALimitStopsTheRead) {
+  for (int64_t step : {300, 100, 200})
+    ASSERT_OK(store_->WriteStep(MakeStep("r", "p", step), false));
+
+  auto counts = store_->CountSeries({"r", "", "q_norm"});
+  ASSERT_OK(counts.status());
+  EXPECT_EQ(counts->probe_id, "p");
+  ASSERT_EQ(counts->series.size(), 2u * 3u);
+  for (size_t i = 0; i < counts->series.size(); ++i) {
+    EXPECT_EQ(counts->series[i].layer, static_cast<int>(i / 3));
+    EXPECT_EQ(counts->series[i].head, static_cast<int>(i % 3));
+    EXPECT_EQ(counts->series[i].points, 3);
+  }
+  auto narrow = store_->CountSeries({"r", "", "q_norm", 1, std::nullopt, 150});
+  ASSERT_OK(narrow.status());
+  ASSERT_EQ(narrow->series.size(), 3u);
+  EXPECT_EQ(narrow->series[0].points, 2);
+  SeriesQuery none{"r", "", "q_norm"};
+  none.after_step = std::numeric_limits<int64_t>::max();
+  ASSERT_OK(store_->CountSeries(none).status());
+  EXPECT_TRUE(store_->CountSeries(none)->series.empty());
+  EXPECT_EQ(store_->CountSeries({"r", "", "no_such_metric"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  SeriesQuery limited{"r", "", "q_norm"};
+  limited.limit = 5;
+  auto stopped = store_->QuerySeries(limited);
+  ASSERT_OK(stopped.status());
+  EXPECT_EQ(stopped->points.size(), 5u);
+  EXPECT_TRUE(stopped->more);
+  limited.limit = 18;
+  auto whole = store_->QuerySeries(limited);
+  ASSERT_OK(whole.status());
+  EXPECT_EQ(whole->points.size(), 18u);
+  EXPECT_FALSE(whole->more);
+}
+
+TEST_F(ResultsTest, VectorsPastMaxValuesAreCountedAndNoneIsRead) {
+  for (int64_t step : {300, 100, 200})
+    ASSERT_OK(store_->WriteStep(MakeStep("r", "p", step), false));
+  VectorQuery query{"r", "", "k_mean", 1, 2};
+  query.max_values = 11;  // 3 steps x head_dim 4 = 12 match
+  auto refused = store_->QueryVectors(query);
+  ASSERT_OK(refused.status());
+  EXPECT_EQ(refused->values, 12);
+  EXPECT_TRUE(refused->points.empty());
+  query.max_values = 12;
+  auto read = store_->QueryVectors(query);
+  ASSERT_OK(read.status());
+  EXPECT_EQ(read->values, 12);
+  EXPECT_EQ(read->points.size(), 3u);
+}
+
 TEST_F(ResultsTest, ListRunsReportsArchitectureProbesAndDistinctSteps) {
   ASSERT_OK(store_->WriteStep(MakeStep("b", "p1", 20), false));
   ASSERT_OK(store_->WriteStep(MakeStep("b", "p2", 20), false));
@@ -129,6 +183,30 @@ TEST_F(ResultsTest, ListRunsReportsArchitectureProbesAndDistinctSteps) {
   EXPECT_EQ(b.created_at.size(), 24u) << b.created_at;  // 2024-01-02T03:04:05.678Z
   EXPECT_EQ(b.created_at.back(), 'Z');
   EXPECT_EQ(b.created_at[10], 'T');
+}
+
+// Probes are per namespace: another namespace's step under the same probe id (a collision,
+// or the same probe) neither overwrites this one's description nor counts as its step.
+TEST_F(ResultsTest, TwoNamespacesWithTheSameProbeIdKeepTheirOwnProbe) {
+  StepResult a = MakeStep("r", "p1", 10);
+  a.ns = "team-a";
+  a.probe.description = "team-a's probe";
+  ASSERT_OK(store_->WriteStep(a, false));
+  StepResult b = MakeStep("r", "p1", 10);
+  b.ns = "team-b";
+  b.probe = {"p1", "team-b's probe", 1, 3};
+  ASSERT_OK(store_->WriteStep(b, false));
+  EXPECT_EQ(Rows("probes"), 2);
+  auto runs_a = store_->ListRuns("team-a");
+  ASSERT_OK(runs_a.status());
+  ASSERT_EQ(runs_a->size(), 1u);
+  ASSERT_EQ((*runs_a)[0].probes.size(), 1u);
+  EXPECT_EQ((*runs_a)[0].probes[0].description, "team-a's probe");
+  EXPECT_EQ((*runs_a)[0].probes[0].num_tokens, 2048);
+  auto runs_b = store_->ListRuns("team-b");
+  ASSERT_OK(runs_b.status());
+  EXPECT_EQ((*runs_b)[0].probes[0].description, "team-b's probe");
+  EXPECT_FALSE(*store_->HasStep("team-c", "r", "p1", 10));
 }
 
 TEST_F(ResultsTest, GetRunReadsOneRunsShapeAndNamesTheOthersWhenUnknown) {

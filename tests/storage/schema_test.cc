@@ -219,6 +219,87 @@ INSERT INTO jobs (run, spec_json, state, created_at, updated_at)
   EXPECT_EQ((*store)->ListRuns("team-b")->size(), 1u);
 }
 
+// Version 6: a probe shared by two namespaces becomes one row in each; every step, series
+// point and job checkpoint stays; worker tokens made before scopes keep every namespace ('*'),
+// the others keep theirs.
+TEST(SchemaTest, VersionFiveProbesSplitPerNamespaceAndWorkerTokensKeepEveryNamespace) {
+  TempDir dir;
+  const std::string path = dir.File("metrics.db");
+  {
+    auto db = SqliteDb::Open({path});
+    ASSERT_OK(db.status());
+    ASSERT_OK(MigrateSchema(db->get(), 5));
+    ASSERT_OK((*db)->Exec(R"sql(
+INSERT INTO runs VALUES (1, 'nlp', 'r', 'bert', 1, 1, 2, '2026-01-01T00:00:00Z');
+INSERT INTO runs VALUES (2, 'vision', 'r', 'bert', 1, 1, 2, '2026-01-01T00:00:00Z');
+INSERT INTO probes VALUES ('p0123456789abcdef', 'shared', 2, 8);
+INSERT INTO steps VALUES (1, 1, 'p0123456789abcdef', 100, '/c/100', 10, 1.5, 'x', '');
+INSERT INTO steps VALUES (2, 2, 'p0123456789abcdef', 100, '/d/100', 10, 1.5, 'x', '');
+INSERT INTO metrics VALUES (1, 'qk_mean_cosine');
+INSERT INTO series VALUES (1, 1, 0, 0, 0.25), (2, 1, 0, 0, 0.5);
+INSERT INTO jobs (run, spec_json, state, created_at, updated_at, namespace)
+  VALUES ('r', '{"run":"r","checkpoints":[]}', 'running', 'x', 'x', 'nlp');
+INSERT INTO checkpoints (job_id, step, path, state, lease_id) VALUES (1, 5, '/c/5', 'running', 'l');
+INSERT INTO tokens (name, namespace, role, sha256, created_at)
+  VALUES ('cluster', 'default', 'worker', 'aa', 'x'), ('alice', 'nlp', 'writer', 'bb', 'x');
+)sql"));
+  }
+  auto store = MetricsStore::Open({path});
+  ASSERT_OK(store.status());
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM probes"), 2);
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM series"), 2);
+  for (const std::string ns : {"nlp", "vision"}) {
+    auto runs = (*store)->ListRuns(ns);
+    ASSERT_OK(runs.status());
+    ASSERT_EQ(runs->size(), 1u) << ns;
+    EXPECT_EQ((*runs)[0].steps, std::vector<int64_t>{100}) << ns;
+    ASSERT_EQ((*runs)[0].probes.size(), 1u) << ns;
+    EXPECT_EQ((*runs)[0].probes[0].description, "shared") << ns;
+    EXPECT_TRUE(*(*store)->HasStep(ns, "r", "p0123456789abcdef", 100)) << ns;
+  }
+  auto job = (*store)->GetJob(1);
+  ASSERT_OK(job.status());
+  EXPECT_EQ(job->checkpoints[0].lease_id, "l");
+  EXPECT_EQ(job->checkpoints[0].lease_holder, "");  // adopted by the first identity to use it
+  auto tokens = (*store)->ListTokens(false);
+  ASSERT_OK(tokens.status());
+  ASSERT_EQ(tokens->size(), 2u);
+  EXPECT_EQ((*tokens)[0].ns, kAnyNamespace);
+  EXPECT_EQ((*tokens)[1].ns, "nlp");
+  // Another step of the run in one namespace leaves the other's probe row alone.
+  StepResult later = MakeStep("r", "p0123456789abcdef", 200, 1, 1, 2);
+  later.ns = "nlp";
+  later.probe.description = "renamed in nlp";
+  ASSERT_OK((*store)->WriteStep(later, false));
+  EXPECT_EQ((*store)->ListRuns("vision")->at(0).probes[0].description, "shared");
+  EXPECT_EQ((*store)->ListRuns("nlp")->at(0).probes[0].description, "renamed in nlp");
+}
+
+// '*' (every namespace) is a worker token's alone.
+TEST(SchemaTest, OnlyAWorkerTokenMayServeEveryNamespace) {
+  TempDir dir;
+  auto store = MetricsStore::Open({dir.File("metrics.db")});
+  ASSERT_OK(store.status());
+  TokenRecord token{0, "cluster", kAnyNamespace, "worker", std::string(64, 'a')};
+  ASSERT_OK((*store)->CreateToken(token).status());
+  for (const char* role : {"reader", "writer", "admin"}) {
+    token.name = role;
+    token.role = role;
+    token.sha256 = std::string(64, role[0]);
+    EXPECT_EQ((*store)->CreateToken(token).status().code(), absl::StatusCode::kInvalidArgument)
+        << role;
+  }
+  // Nor may a token pass for a caller without one (leases are bound to the caller's name).
+  token.role = "worker";
+  for (const char* name : {"embedded", "anonymous", "cert:node-7", "host:root"}) {
+    token.name = name;
+    token.sha256 = std::string(64, 'f');
+    EXPECT_EQ((*store)->CreateToken(token).status().code(), absl::StatusCode::kInvalidArgument)
+        << name;
+  }
+}
+
 TEST(BackupTest, ACopyHoldsEveryStepAndPassesTheIntegrityCheck) {
   TempDir dir;
   const std::string path = dir.File("metrics.db");

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 // Loads a fixture; a failure throws, which fails just the calling test.
 Checkpoint LoadOrDie(const std::string& name) {
-  absl::StatusOr<Checkpoint> checkpoint = Checkpoint::Load(FixturePath(name));
+  absl::StatusOr<Checkpoint> checkpoint = Checkpoint::Load(FixturePath(name), FileGate::Host());
   if (!checkpoint.ok()) throw std::runtime_error(checkpoint.status().ToString());
   return *std::move(checkpoint);
 }
@@ -160,7 +160,7 @@ TEST(CheckpointLoadTest, TensorsSharingAStorageAreViewsOfOneBuffer) {
 }
 
 TEST(CheckpointLoadTest, ReadConfigParsesConfigJson) {
-  absl::StatusOr<nlohmann::json> config = ReadConfig(FixturePath("bert_bin"));
+  absl::StatusOr<nlohmann::json> config = ReadConfig(FixturePath("bert_bin"), FileGate::Host());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ((*config)["model_type"], "bert");
 }

@@ -54,26 +54,27 @@ class CheckpointPrefetcherTest : public ::testing::Test {
 TEST_F(CheckpointPrefetcherTest, ReadAheadLeavesTheWholeFileInThePageCache) {
   const fs::path file = WriteEvicted("model.safetensors", 8 << 20);
   const std::atomic<bool> running{false};
-  ASSERT_TRUE(ReadAheadFile(file, running));
+  ASSERT_TRUE(ReadAheadFile(file, FileGate::Host(), running));
   EXPECT_EQ(ResidentFraction(file), 1.0);
 }
 
 TEST_F(CheckpointPrefetcherTest, ReadAheadStopsWhenAsked) {
   const fs::path file = WriteEvicted("model.safetensors", 16 << 20);
   const std::atomic<bool> stopped{true};
-  EXPECT_TRUE(ReadAheadFile(file, stopped));
+  EXPECT_TRUE(ReadAheadFile(file, FileGate::Host(), stopped));
   EXPECT_LT(ResidentFraction(file), 1.0);
 }
 
 TEST_F(CheckpointPrefetcherTest, AMissingFileOrAFifoIsSkippedWithoutBlocking) {
   const std::atomic<bool> running{false};
-  EXPECT_FALSE(ReadAheadFile(dir_ / "absent.safetensors", running));
+  EXPECT_FALSE(ReadAheadFile(dir_ / "absent.safetensors", FileGate::Host(), running));
   ASSERT_EQ(::mkfifo((dir_ / "model.safetensors").c_str(), 0600), 0);
   std::ofstream(dir_ / "config.json") << "{}";
-  EXPECT_FALSE(ReadAheadFile(dir_ / "model.safetensors", running));
+  EXPECT_FALSE(ReadAheadFile(dir_ / "model.safetensors", FileGate::Host(), running));
   CheckpointPrefetcher prefetcher;
-  prefetcher.Start(dir_);  // its weight file is the FIFO: the reader must not hang
-  prefetcher.Start(dir_ / "absent");
+  prefetcher.Start(dir_,
+                   FileGate::Host());  // its weight file is the FIFO: the reader must not hang
+  prefetcher.Start(dir_ / "absent", FileGate::Host());
   prefetcher.Stop();
 }
 
@@ -81,7 +82,7 @@ TEST_F(CheckpointPrefetcherTest, PrefetchReadsTheFilesTheLoaderWouldRead) {
   std::ofstream(dir_ / "config.json") << "{}";
   const fs::path weights = WriteEvicted("pytorch_model.bin", 8 << 20);
   CheckpointPrefetcher prefetcher;
-  prefetcher.Start(dir_);
+  prefetcher.Start(dir_, FileGate::Host());
   for (int i = 0; i < 500 && ResidentFraction(weights) < 1.0; ++i) ::usleep(10'000);
   EXPECT_EQ(ResidentFraction(weights), 1.0);
 }

@@ -30,7 +30,7 @@ class FingerprintTest : public ::testing::Test {
     return dir_ / name;
   }
   std::string Of(const std::vector<fs::path>& files) {
-    absl::StatusOr<std::string> fingerprint = FingerprintFiles(files);
+    absl::StatusOr<std::string> fingerprint = FingerprintFiles(files, FileGate::Host());
     EXPECT_TRUE(fingerprint.ok()) << fingerprint.status();
     return fingerprint.value_or("");
   }
@@ -54,7 +54,7 @@ TEST_F(FingerprintTest, TheSameBytesUnderOtherNamesHaveOneFingerprint) {
 }
 
 TEST_F(FingerprintTest, AMissingFileIsNamed) {
-  EXPECT_TRUE(StatusIs(FingerprintFiles({dir_ / "missing.safetensors"}).status(),
+  EXPECT_TRUE(StatusIs(FingerprintFiles({dir_ / "missing.safetensors"}, FileGate::Host()).status(),
                        absl::StatusCode::kNotFound, "missing.safetensors"));
 }
 

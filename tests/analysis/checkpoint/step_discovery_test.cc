@@ -74,7 +74,7 @@ TEST_F(DiscoverStepsTest, SortsByStepIgnoringOtherEntriesAndFollowingSymlinks) {
   std::ofstream(root_ / "step_5");  // a file, not a directory
   const fs::path elsewhere = Dir("elsewhere/target");
   fs::create_directory_symlink(elsewhere, root_ / "step_1M");
-  absl::StatusOr<std::vector<DiscoveredStep>> steps = DiscoverSteps(root_);
+  absl::StatusOr<std::vector<DiscoveredStep>> steps = DiscoverSteps(root_, FileGate::Host());
   ASSERT_TRUE(steps.ok()) << steps.status();
   std::vector<int64_t> got;
   for (const DiscoveredStep& step : *steps) got.push_back(step.step);
@@ -86,23 +86,24 @@ TEST_F(DiscoverStepsTest, SortsByStepIgnoringOtherEntriesAndFollowingSymlinks) {
 TEST_F(DiscoverStepsTest, TwoDirectoriesWithOneStepNameBoth) {
   Dir("step_1k");
   Dir("checkpoint-1000");
-  EXPECT_TRUE(StatusIs(DiscoverSteps(root_).status(), absl::StatusCode::kInvalidArgument,
-                       (root_ / "step_1k").string(), (root_ / "checkpoint-1000").string(),
-                       "step 1000"));
+  EXPECT_TRUE(StatusIs(DiscoverSteps(root_, FileGate::Host()).status(),
+                       absl::StatusCode::kInvalidArgument, (root_ / "step_1k").string(),
+                       (root_ / "checkpoint-1000").string(), "step 1000"));
 }
 
 TEST_F(DiscoverStepsTest, NoStepDirectoriesNamesTheDirectory) {
   Dir("notes");
-  EXPECT_TRUE(
-      StatusIs(DiscoverSteps(root_).status(), absl::StatusCode::kInvalidArgument, root_.string()));
+  EXPECT_TRUE(StatusIs(DiscoverSteps(root_, FileGate::Host()).status(),
+                       absl::StatusCode::kInvalidArgument, root_.string()));
 }
 
 TEST_F(DiscoverStepsTest, NotADirectoryNamesIt) {
   std::ofstream(root_ / "file");
-  EXPECT_TRUE(StatusIs(DiscoverSteps(root_ / "file").status(), absl::StatusCode::kInvalidArgument,
-                       (root_ / "file").string(), "not a directory"));
-  EXPECT_TRUE(StatusIs(DiscoverSteps(root_ / "missing").status(),
-                       absl::StatusCode::kInvalidArgument, (root_ / "missing").string()));
+  EXPECT_TRUE(StatusIs(DiscoverSteps(root_ / "file", FileGate::Host()).status(),
+                       absl::StatusCode::kInvalidArgument, (root_ / "file").string(),
+                       "Not a directory"));
+  EXPECT_TRUE(StatusIs(DiscoverSteps(root_ / "missing", FileGate::Host()).status(),
+                       absl::StatusCode::kNotFound, (root_ / "missing").string()));
 }
 
 // A Hugging Face cache repository as huggingface_hub lays it out: refs/REVISION holds a
@@ -127,8 +128,8 @@ TEST_F(HfCacheTest, RevisionNamesCarryTheStepsAndRefsNameTheSnapshots) {
   Snapshot("pr/1", "0123ab");
   std::ofstream(root_ / "refs" / "step3000") << "fedcba";  // its snapshot is not there yet
   Dir("step_5");  // not a snapshot: a cache repository is read through its refs only
-  ASSERT_TRUE(IsHfCacheRepository(root_));
-  absl::StatusOr<std::vector<DiscoveredStep>> steps = DiscoverSteps(root_);
+  ASSERT_TRUE(IsHfCacheRepository(root_, FileGate::Host()));
+  absl::StatusOr<std::vector<DiscoveredStep>> steps = DiscoverSteps(root_, FileGate::Host());
   ASSERT_TRUE(steps.ok()) << steps.status();
   ASSERT_EQ(steps->size(), 2u);
   EXPECT_EQ((*steps)[0].step, 1000);
@@ -137,18 +138,38 @@ TEST_F(HfCacheTest, RevisionNamesCarryTheStepsAndRefsNameTheSnapshots) {
   EXPECT_EQ((*steps)[1].path, second);
 }
 
-TEST_F(HfCacheTest, ARefThatIsNotACommitIsNamed) {
+TEST_F(HfCacheTest, ARefThatIsNotACommitIsNamedButNotQuoted) {
   Snapshot("step100", "abc123");
   std::ofstream(root_ / "refs" / "step200") << "../../etc";
-  EXPECT_TRUE(StatusIs(DiscoverSteps(root_).status(), absl::StatusCode::kInvalidArgument,
-                       (root_ / "refs" / "step200").string(), "commit hash", "../../etc"));
+  const absl::Status status = DiscoverSteps(root_, FileGate::Host()).status();
+  EXPECT_TRUE(StatusIs(status, absl::StatusCode::kInvalidArgument, root_.string(), "'step200'",
+                       "commit hash"));
+  EXPECT_EQ(status.message().find("etc"), std::string::npos) << status;
+}
+
+// A ref linked to a file outside the cache folder (a token file, /etc/shadow) is never
+// opened, and its content never comes back; nor is a ref over 1 KiB read.
+TEST_F(HfCacheTest, ARefLinkedOutOfTheCacheOrTooLargeIsRefusedUnread) {
+  Snapshot("step100", "abc123");
+  const fs::path secret = root_.parent_path() / (root_.filename().string() + "_secret");
+  std::ofstream(secret) << "deadbeefcafe";  // a hex word: a ref would accept it as a commit
+  fs::create_directories(root_ / "snapshots" / "deadbeefcafe");
+  fs::create_symlink(secret, root_ / "refs" / "step300");
+  absl::Status status = DiscoverSteps(root_, FileGate::Host()).status();
+  EXPECT_TRUE(StatusIs(status, absl::StatusCode::kInvalidArgument, "'step300'")) << status;
+  EXPECT_EQ(status.message().find("deadbeef"), std::string::npos) << status;
+  fs::remove(root_ / "refs" / "step300");
+  std::ofstream(root_ / "refs" / "step400") << std::string(2000, 'a');
+  status = DiscoverSteps(root_, FileGate::Host()).status();
+  EXPECT_TRUE(StatusIs(status, absl::StatusCode::kInvalidArgument, "'step400'", "1024 bytes"));
+  fs::remove(secret);
 }
 
 TEST_F(HfCacheTest, TwoRevisionsNamingOneStepAreRefused) {
   Snapshot("step1000", "abc123");
   Snapshot("stage1-step1000-tokens4B", "def456");
-  EXPECT_TRUE(StatusIs(DiscoverSteps(root_).status(), absl::StatusCode::kInvalidArgument,
-                       "both name step 1000"));
+  EXPECT_TRUE(StatusIs(DiscoverSteps(root_, FileGate::Host()).status(),
+                       absl::StatusCode::kInvalidArgument, "both name step 1000"));
 }
 
 }  // namespace

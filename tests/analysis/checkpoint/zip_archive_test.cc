@@ -52,7 +52,7 @@ std::string Zip64Archive(uint64_t directory_offset = 60, uint64_t entry_size = 5
 absl::StatusOr<ZipArchive> OpenBytes(const std::string& bytes, const std::string& name) {
   const fs::path path = fs::path(::testing::TempDir()) / name;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-  absl::StatusOr<std::shared_ptr<MappedFile>> mapped = MappedFile::Open(path);
+  absl::StatusOr<std::shared_ptr<MappedFile>> mapped = MappedFile::Open(path, FileGate::Host());
   if (!mapped.ok()) return mapped.status();
   return ZipArchive::Open(*mapped, path.string());
 }

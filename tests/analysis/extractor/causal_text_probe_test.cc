@@ -54,7 +54,7 @@ TEST_P(CausalTextProbeTest, WindowsOfTheModelsMaximumLengthWithTheTokenizersFram
   spec.source = ProbeSource::kText;
   spec.file = text;
   spec.samples = 2;  // seq_len 0: the model's maximum
-  auto probe = (*extractor)->BuildProbe(checkpoint, spec);
+  auto probe = (*extractor)->BuildProbe(checkpoint, spec, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 2u);
   const std::vector<int64_t>& prefix = GetParam().prefix;
@@ -65,7 +65,7 @@ TEST_P(CausalTextProbeTest, WindowsOfTheModelsMaximumLengthWithTheTokenizersFram
                     first_ids.begin() + (s + 1) * body);
     EXPECT_EQ(probe->samples[s], expected) << "sample " << s;
   }
-  EXPECT_TRUE((*extractor)->Extract(checkpoint, *probe, {}).ok());
+  EXPECT_TRUE((*extractor)->Extract(checkpoint, *probe, {}, FileGate::Host()).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Suites, CausalTextProbeTest,

@@ -41,9 +41,9 @@ class ExtractorErrorsTest : public ::testing::Test {
   absl::Status ExtractWith(const fs::path& probe_file) {
     ProbeSpec spec;
     spec.file = probe_file;
-    auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec);
+    auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec, FileGate::Host());
     if (!probe.ok()) return probe.status();
-    return extractor_->Extract(dir_ / "ckpt", *probe, {}).status();
+    return extractor_->Extract(dir_ / "ckpt", *probe, {}, FileGate::Host()).status();
   }
 
   fs::path source_;
@@ -62,7 +62,7 @@ TEST_F(ExtractorErrorsTest, SeqLenBeyondModelMaximumIsRefused) {
   ProbeSpec spec;
   spec.file = WriteProbe("[2, 5, 3]\n");
   spec.seq_len = 100000;
-  auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec, FileGate::Host());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(probe.status().message().find("max_position_embeddings"), std::string::npos);
 }
@@ -163,7 +163,7 @@ TEST_F(ExtractorTextProbeTest, TextWindowsUseTheCheckpointVocabulary) {
   spec.file = text;
   spec.samples = 2;
   spec.seq_len = 8;
-  auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  auto probe = extractor_->BuildProbe(dir_ / "ckpt", spec, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 2u);
   for (const std::vector<int64_t>& sample : probe->samples) {
@@ -172,7 +172,7 @@ TEST_F(ExtractorTextProbeTest, TextWindowsUseTheCheckpointVocabulary) {
     EXPECT_EQ(sample.back(), 3);   // [SEP]
     for (size_t t = 1; t + 1 < sample.size(); ++t) EXPECT_NE(sample[t], 1) << "[UNK]";
   }
-  EXPECT_TRUE(extractor_->Extract(dir_ / "ckpt", *probe, {}).ok());
+  EXPECT_TRUE(extractor_->Extract(dir_ / "ckpt", *probe, {}, FileGate::Host()).ok());
 }
 
 TEST_F(ExtractorTextProbeTest, TokenizerConfigCanMakeTheTokenizerCased) {
@@ -183,11 +183,11 @@ TEST_F(ExtractorTextProbeTest, TokenizerConfigCanMakeTheTokenizerCased) {
   spec.file = text;
   spec.mode = TextMode::kLines;
   spec.seq_len = 8;
-  auto uncased = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  auto uncased = extractor_->BuildProbe(dir_ / "ckpt", spec, FileGate::Host());
   ASSERT_TRUE(uncased.ok()) << uncased.status();
   EXPECT_NE(uncased->samples[0][1], 1);  // "license" is in the lower-case vocabulary
   std::ofstream(dir_ / "ckpt" / "tokenizer_config.json") << R"({"do_lower_case": false})";
-  auto cased = extractor_->BuildProbe(dir_ / "ckpt", spec);
+  auto cased = extractor_->BuildProbe(dir_ / "ckpt", spec, FileGate::Host());
   ASSERT_TRUE(cased.ok()) << cased.status();
   EXPECT_EQ(cased->samples[0][1], 1);  // "LICENSE" is not: [UNK]
 }

@@ -89,12 +89,12 @@ TEST(ExtractorProgressTest, ReportsEveryBatchAndTheFingerprintAndHonoursCancel) 
   spec.file = FixtureDir() / "probe.jsonl";
   auto extractor = CreateTorchExtractor(TestOptions(4));
   ASSERT_TRUE(extractor.ok());
-  auto probe = (*extractor)->BuildProbe(checkpoint, spec);
+  auto probe = (*extractor)->BuildProbe(checkpoint, spec, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   std::vector<std::pair<int, int>> seen;
   ExtractCallbacks progress;
   progress.progress = [&](int done, int total) { seen.push_back({done, total}); };
-  auto metrics = (*extractor)->Extract(checkpoint, *probe, progress);
+  auto metrics = (*extractor)->Extract(checkpoint, *probe, progress, FileGate::Host());
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   const int total = static_cast<int>((probe->samples.size() + 3) / 4);
   ASSERT_EQ(seen.size(), static_cast<size_t>(total));
@@ -106,7 +106,8 @@ TEST(ExtractorProgressTest, ReportsEveryBatchAndTheFingerprintAndHonoursCancel) 
   ExtractCallbacks cancel_after_one_batch;
   cancel_after_one_batch.cancelled = [&] { return ++polls > 2; };
   cancel_after_one_batch.progress = [&](int, int) { ++batches; };
-  auto cancelled = (*extractor)->Extract(checkpoint, *probe, cancel_after_one_batch);
+  auto cancelled =
+      (*extractor)->Extract(checkpoint, *probe, cancel_after_one_batch, FileGate::Host());
   EXPECT_EQ(cancelled.status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(batches, 1);
 
@@ -119,7 +120,7 @@ TEST(ExtractorProgressTest, ReportsEveryBatchAndTheFingerprintAndHonoursCancel) 
   };
   cancel_once_hashed.cancelled = [&] { return !reported.empty(); };
   cancel_once_hashed.progress = [&](int, int) { ADD_FAILURE() << "a batch ran"; };
-  auto skipped = (*extractor)->Extract(checkpoint, *probe, cancel_once_hashed);
+  auto skipped = (*extractor)->Extract(checkpoint, *probe, cancel_once_hashed, FileGate::Host());
   EXPECT_EQ(skipped.status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(reported, metrics->fingerprint);
   EXPECT_FALSE(reported.empty());

@@ -40,10 +40,10 @@ CheckpointMetrics ExtractCheckpoint(const fs::path& checkpoint, const fs::path& 
   if (!extractor.ok()) return CheckpointMetrics();
   ProbeSpec spec;
   spec.file = probe_file;
-  auto probe = (*extractor)->BuildProbe(checkpoint, spec);
+  auto probe = (*extractor)->BuildProbe(checkpoint, spec, FileGate::Host());
   EXPECT_TRUE(probe.ok()) << probe.status();
   if (!probe.ok()) return CheckpointMetrics();
-  auto metrics = (*extractor)->Extract(checkpoint, *probe, {});
+  auto metrics = (*extractor)->Extract(checkpoint, *probe, {}, FileGate::Host());
   EXPECT_TRUE(metrics.ok()) << metrics.status();
   return metrics.ok() ? *metrics : CheckpointMetrics();
 }

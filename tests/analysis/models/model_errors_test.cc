@@ -15,7 +15,7 @@ using absl::StatusCode;
 
 absl::Status CreateStatus(const TinyCheckpoint& tiny) {
   const auto dir = tiny.Write(TestDir());
-  auto checkpoint = Checkpoint::Load(dir);
+  auto checkpoint = Checkpoint::Load(dir, FileGate::Host());
   if (!checkpoint.ok()) return checkpoint.status();
   return CreateModel(*checkpoint, {}).status();
 }
@@ -33,7 +33,7 @@ TEST(ModelErrorsTest, ArchitecturesSelectTheFamilyWithoutModelType) {
         std::pair{TinyLlama(), "llama"}, std::pair{TinyLlama(/*olmo2=*/true), "olmo2"}}) {
     TinyCheckpoint copy = tiny;
     copy.config.erase("model_type");
-    const auto checkpoint = Checkpoint::Load(copy.Write(TestDir(family)));
+    const auto checkpoint = Checkpoint::Load(copy.Write(TestDir(family)), FileGate::Host());
     ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
     const auto model = CreateModel(*checkpoint, {});
     ASSERT_TRUE(model.ok()) << model.status();

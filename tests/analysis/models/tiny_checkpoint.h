@@ -255,7 +255,7 @@ inline std::unique_ptr<TransformerModel> LoadModel(const TinyCheckpoint& tiny,
                                                    const std::string& suffix = "",
                                                    at::ScalarType stored = at::kFloat,
                                                    const ModelOptions& options = {}) {
-  auto checkpoint = Checkpoint::Load(tiny.Write(TestDir(suffix), stored));
+  auto checkpoint = Checkpoint::Load(tiny.Write(TestDir(suffix), stored), FileGate::Host());
   EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
   if (!checkpoint.ok()) return nullptr;
   auto model = CreateModel(*checkpoint, options);

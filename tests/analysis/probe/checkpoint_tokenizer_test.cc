@@ -55,7 +55,7 @@ TEST_F(CheckpointTokenizerTest, VocabTxtWinsAndFramesWithClsSep) {
   if (!Link("bert-base-uncased", "vocab.txt") || !Link("bert-base-uncased", "tokenizer.json")) {
     GTEST_SKIP() << "ANISOSCOPE_SHARED_DATA/tokenizers/bert-base-uncased is missing";
   }
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
   EXPECT_NE(dynamic_cast<WordPieceTokenizer*>(chosen->tokenizer.get()), nullptr);
   EXPECT_EQ(chosen->framing.prefix, Ids{101});
@@ -66,23 +66,23 @@ TEST_F(CheckpointTokenizerTest, VocabTxtWinsAndFramesWithClsSep) {
 
 TEST_F(CheckpointTokenizerTest, CasingComesFromTokenizerConfigThenConfig) {
   Write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nHello\n");
-  absl::StatusOr<CheckpointTokenizer> uncased = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> uncased = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(uncased.ok()) << uncased.status();
   EXPECT_EQ(uncased->tokenizer->Encode("Hello"), Ids{4});
   absl::StatusOr<CheckpointTokenizer> cased =
-      LoadCheckpointTokenizer(dir_, nlohmann::json{{"do_lower_case", false}});
+      LoadCheckpointTokenizer(dir_, nlohmann::json{{"do_lower_case", false}}, FileGate::Host());
   ASSERT_TRUE(cased.ok()) << cased.status();
   EXPECT_EQ(cased->tokenizer->Encode("Hello"), Ids{5});
   Write("tokenizer_config.json", R"({"do_lower_case": true})");
   absl::StatusOr<CheckpointTokenizer> overridden =
-      LoadCheckpointTokenizer(dir_, nlohmann::json{{"do_lower_case", false}});
+      LoadCheckpointTokenizer(dir_, nlohmann::json{{"do_lower_case", false}}, FileGate::Host());
   ASSERT_TRUE(overridden.ok()) << overridden.status();
   EXPECT_EQ(overridden->tokenizer->Encode("Hello"), Ids{4});
 }
 
 TEST_F(CheckpointTokenizerTest, BpeTokenizerJsonIsByteLevelBpeWithoutFraming) {
   if (!Link("pythia", "tokenizer.json")) GTEST_SKIP() << "pythia tokenizer.json is missing";
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
   EXPECT_EQ(chosen->framing.size(), 0);
   EXPECT_EQ(chosen->tokenizer->vocab_size(), 50277);
@@ -97,7 +97,7 @@ const Ids kLlamaHelloWorld = {22172, 3186};
 
 TEST_F(CheckpointTokenizerTest, TokenizerModelIsSentencePieceWithBos) {
   LinkRepo("llama", "tokenizer.model");
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
   EXPECT_NE(dynamic_cast<BpeTokenizer*>(chosen->tokenizer.get()), nullptr);
   EXPECT_EQ(chosen->tokenizer->Encode("hello world"), kLlamaHelloWorld);
@@ -110,7 +110,7 @@ TEST_F(CheckpointTokenizerTest, TokenizerConfigDecidesBosAndEos) {
   LinkRepo("llama", "tokenizer.model");
   Write("tokenizer_config.json",
         R"({"add_bos_token": false, "add_eos_token": true, "eos_token": {"content": "</s>"}})");
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
   EXPECT_TRUE(chosen->framing.prefix.empty());
   EXPECT_EQ(chosen->framing.suffix, Ids{2});
@@ -119,7 +119,7 @@ TEST_F(CheckpointTokenizerTest, TokenizerConfigDecidesBosAndEos) {
 TEST_F(CheckpointTokenizerTest, AddedSpecialTokenThatTheTokenizerLacksIsNamed) {
   LinkRepo("llama", "tokenizer.model");
   Write("tokenizer_config.json", R"({"add_bos_token": true, "bos_token": "<|begin_of_text|>"})");
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_FALSE(chosen.ok());
   EXPECT_EQ(chosen.status().code(), absl::StatusCode::kInvalidArgument);
   for (const std::string needle : {"tokenizer_config.json", "add_bos_token", "<|begin_of_text|>"}) {
@@ -132,7 +132,7 @@ TEST_F(CheckpointTokenizerTest, AddedSpecialTokenThatTheTokenizerLacksIsNamed) {
 TEST_F(CheckpointTokenizerTest, TokenizerJsonWinsOverTokenizerModelAndFramesAsDeclared) {
   LinkRepo("mistral", "tokenizer.json");
   LinkRepo("llama", "tokenizer.model");
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
   EXPECT_NE(dynamic_cast<BpeTokenizer*>(chosen->tokenizer.get()), nullptr);
   EXPECT_EQ(chosen->framing.prefix, Ids{1});
@@ -143,7 +143,7 @@ TEST_F(CheckpointTokenizerTest, VocabJsonAndMergesTxtAreGpt2) {
   if (!Link("gpt2", "vocab.json") || !Link("gpt2", "merges.txt")) {
     GTEST_SKIP() << "gpt2 vocab.json + merges.txt are missing";
   }
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
   EXPECT_EQ(chosen->framing.size(), 0);
   EXPECT_EQ(chosen->tokenizer->vocab_size(), 50257);
@@ -156,7 +156,7 @@ TEST_F(CheckpointTokenizerTest, NonBpeTokenizerJsonFallsBackToVocabJsonAndMerges
       !Link("gpt2", "merges.txt")) {
     GTEST_SKIP() << "shared tokenizer files are missing";
   }
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
   EXPECT_EQ(chosen->tokenizer->vocab_size(), 50257);
 }
@@ -167,10 +167,10 @@ TEST_F(CheckpointTokenizerTest, PythiaTextProbeWindowsCarryNoSpecialTokens) {
   }
   const fs::path text = tokenizers_.parent_path() / "corpora" / "wikitext-2" / "wiki.test.raw";
   if (!fs::exists(text)) GTEST_SKIP() << text << " is missing";
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_TRUE(chosen.ok()) << chosen.status();
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(text, *chosen->tokenizer, chosen->framing, TextMode::kWindows, 4, 16);
+  absl::StatusOr<Probe> probe = BuildTextProbe(text, *chosen->tokenizer, chosen->framing,
+                                               TextMode::kWindows, 4, 16, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 4u);
   for (const auto& sample : probe->samples) EXPECT_EQ(sample.size(), 16u);
@@ -181,7 +181,7 @@ TEST_F(CheckpointTokenizerTest, PythiaTextProbeWindowsCarryNoSpecialTokens) {
 }
 
 TEST_F(CheckpointTokenizerTest, NoTokenizerFilesIsNotFoundNamingDirAndFiles) {
-  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_FALSE(chosen.ok());
   EXPECT_EQ(chosen.status().code(), absl::StatusCode::kNotFound);
   for (const std::string needle :
@@ -190,7 +190,7 @@ TEST_F(CheckpointTokenizerTest, NoTokenizerFilesIsNotFoundNamingDirAndFiles) {
     EXPECT_NE(chosen.status().message().find(needle), std::string::npos) << chosen.status();
   }
   Write("vocab.json", R"({"a": 0})");
-  chosen = LoadCheckpointTokenizer(dir_, {});
+  chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_FALSE(chosen.ok());
   EXPECT_NE(chosen.status().message().find("found only vocab.json"), std::string::npos)
       << chosen.status();
@@ -198,12 +198,13 @@ TEST_F(CheckpointTokenizerTest, NoTokenizerFilesIsNotFoundNamingDirAndFiles) {
 
 TEST_F(CheckpointTokenizerTest, UnusableTokenizerJsonIsNamed) {
   Write("tokenizer.json", R"({"model": {"type": "Unigram"}})");
-  absl::StatusOr<CheckpointTokenizer> other = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> other = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.status().message().find("model.type 'Unigram'"), std::string::npos)
       << other.status();
   Write("tokenizer.json", "{ not json");
-  absl::StatusOr<CheckpointTokenizer> malformed = LoadCheckpointTokenizer(dir_, {});
+  absl::StatusOr<CheckpointTokenizer> malformed =
+      LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_FALSE(malformed.ok());
   EXPECT_EQ(malformed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(malformed.status().message().find((dir_ / "tokenizer.json").string()),

@@ -35,7 +35,8 @@ class TokenProbeTest : public ::testing::Test {
   // The error of reading `contents`; INVALID_ARGUMENT expected.
   std::string ErrorOf(const std::string& contents, int64_t max_samples = 128,
                       int64_t seq_len = 512) {
-    absl::StatusOr<Probe> probe = ReadTokenProbe(Write(contents), max_samples, seq_len);
+    absl::StatusOr<Probe> probe =
+        ReadTokenProbe(Write(contents), max_samples, seq_len, FileGate::Host());
     EXPECT_FALSE(probe.ok());
     EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument) << probe.status();
     return std::string(probe.status().message());
@@ -44,14 +45,17 @@ class TokenProbeTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The first 128 bits of SHA-256, as python3 computes them:
+// hashlib.sha256(b''.join(struct.pack('<q', v) for v in (2, 3, 101, 7592, 102, 4, ...))).
 TEST(ProbeIdTest, IsStableForAFixedProbe) {
-  EXPECT_EQ(ComputeProbeId({{101, 7592, 102}, {101, 2088, 999, 102}}), "pbc6fffd58f6e4831");
-  EXPECT_EQ(ComputeProbeId({}), "pa8c7f832281a39c5");
+  EXPECT_EQ(ComputeProbeId({{101, 7592, 102}, {101, 2088, 999, 102}}),
+            "p64a4dd9e09716f599018a03f4071f8e5");
+  EXPECT_EQ(ComputeProbeId({}), "paf5570f5a1810b7af78caf4bc70a660f");
 }
 
-TEST(ProbeIdTest, IsPAndSixteenLowercaseHexDigits) {
+TEST(ProbeIdTest, IsPAndThirtyTwoLowercaseHexDigits) {
   const std::string id = ComputeProbeId({{1, 2, 3}});
-  ASSERT_EQ(id.size(), 17u);
+  ASSERT_EQ(id.size(), 33u);
   EXPECT_EQ(id[0], 'p');
   EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 1), std::string::npos);
 }
@@ -82,7 +86,8 @@ TEST(ProbeTest, NumTokensSumsAndMaxLengthTakesTheLongest) {
 }
 
 TEST_F(TokenProbeTest, ReadsOneSamplePerLineSkippingBlankLines) {
-  absl::StatusOr<Probe> probe = ReadTokenProbe(Write("[101, 7592, 102]\n\n  \n[5,6]\n"), 128, 512);
+  absl::StatusOr<Probe> probe =
+      ReadTokenProbe(Write("[101, 7592, 102]\n\n  \n[5,6]\n"), 128, 512, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{101, 7592, 102}, {5, 6}}));
   EXPECT_EQ(probe->id, ComputeProbeId(probe->samples));
@@ -90,34 +95,58 @@ TEST_F(TokenProbeTest, ReadsOneSamplePerLineSkippingBlankLines) {
 }
 
 TEST_F(TokenProbeTest, AcceptsCrLfAndNoFinalNewline) {
-  absl::StatusOr<Probe> probe = ReadTokenProbe(Write("[1,2]\r\n\r\n[3]"), 128, 512);
+  absl::StatusOr<Probe> probe =
+      ReadTokenProbe(Write("[1,2]\r\n\r\n[3]"), 128, 512, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{1, 2}, {3}}));
 }
 
 TEST_F(TokenProbeTest, TakesTheFirstMaxSamplesAndIgnoresTheRest) {
   // Lines past max_samples are not read, so an error there does not matter.
-  absl::StatusOr<Probe> probe = ReadTokenProbe(Write("[1]\n[2]\n[3]\nnot json\n"), 2, 512);
+  absl::StatusOr<Probe> probe =
+      ReadTokenProbe(Write("[1]\n[2]\n[3]\nnot json\n"), 2, 512, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{1}, {2}}));
   EXPECT_EQ(probe->description, "tokens probe.jsonl 2 samples");
 }
 
 TEST_F(TokenProbeTest, TruncatesEachSampleToSeqLen) {
-  absl::StatusOr<Probe> probe = ReadTokenProbe(Write("[1,2,3,4,5]\n[6,7]\n"), 128, 3);
+  absl::StatusOr<Probe> probe =
+      ReadTokenProbe(Write("[1,2,3,4,5]\n[6,7]\n"), 128, 3, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{1, 2, 3}, {6, 7}}));
   EXPECT_EQ(probe->max_length(), 3);
 }
 
+TEST_F(TokenProbeTest, TheReadStopsAtMaxTokensCountingTruncatedSamples) {
+  const fs::path file = Write("[1,2,3,4,5]\n[6,7]\n[8,9,10]\n");
+  // Cut to 3, the samples hold 3 + 2 + 3 ids.
+  ASSERT_TRUE(ReadTokenProbe(file, 128, 3, FileGate::Host(), 8).ok());
+  absl::StatusOr<Probe> over = ReadTokenProbe(file, 128, 3, FileGate::Host(), 7);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  EXPECT_NE(over.status().message().find("line 3"), std::string::npos) << over.status();
+  // The first two lines only: within the bound.
+  EXPECT_TRUE(ReadTokenProbe(file, 2, 512, FileGate::Host(), 7).ok());
+}
+
+TEST_F(TokenProbeTest, ALineLongerThanTheBoundAllowsIsRefusedUnread) {
+  // One id padded to 1 MiB: past kMaxBytesPerTokenId per id still allowed.
+  const fs::path file = Write("[1]\n[" + std::string(1 << 20, ' ') + "2]\n");
+  absl::StatusOr<Probe> probe = ReadTokenProbe(file, 128, 512, FileGate::Host(), 100);
+  EXPECT_EQ(probe.status().code(), absl::StatusCode::kResourceExhausted) << probe.status();
+  EXPECT_NE(probe.status().message().find("line 2"), std::string::npos) << probe.status();
+  EXPECT_TRUE(ReadTokenProbe(file, 128, 512, FileGate::Host()).ok());  // no bound
+}
+
 TEST_F(TokenProbeTest, LargeIdsUpToInt64MaxAreKept) {
-  absl::StatusOr<Probe> probe = ReadTokenProbe(Write("[0, 9223372036854775807]\n"), 1, 8);
+  absl::StatusOr<Probe> probe =
+      ReadTokenProbe(Write("[0, 9223372036854775807]\n"), 1, 8, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{0, INT64_MAX}}));
 }
 
 TEST_F(TokenProbeTest, MissingFileIsNotFoundAndNamesTheFile) {
-  absl::StatusOr<Probe> probe = ReadTokenProbe(dir_ / "absent.jsonl", 128, 512);
+  absl::StatusOr<Probe> probe = ReadTokenProbe(dir_ / "absent.jsonl", 128, 512, FileGate::Host());
   ASSERT_FALSE(probe.ok());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(probe.status().message().find("absent.jsonl"), std::string::npos);
@@ -171,9 +200,12 @@ TEST_F(TokenProbeTest, NonIntegerIdsAreErrorsNamingTheElement) {
 
 TEST_F(TokenProbeTest, NonPositiveSamplesOrSeqLenIsInvalid) {
   const fs::path file = Write("[1]\n");
-  EXPECT_EQ(ReadTokenProbe(file, 0, 512).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ReadTokenProbe(file, 128, 0).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ReadTokenProbe(file, -1, 512).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadTokenProbe(file, 0, 512, FileGate::Host()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadTokenProbe(file, 128, 0, FileGate::Host()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadTokenProbe(file, -1, 512, FileGate::Host()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

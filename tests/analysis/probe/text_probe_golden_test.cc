@@ -64,11 +64,14 @@ absl::StatusOr<std::unique_ptr<BpeTokenizer>> GoldenTokenizer(const std::string&
   const fs::path shared = SharedData() / "tokenizers" / name;
   const fs::path repo = fs::path(ANISOSCOPE_REPO_TOKENIZERS) / name;
   if (name == "gpt2") {
-    return BpeTokenizer::FromVocabAndMerges(shared / "vocab.json", shared / "merges.txt");
+    return BpeTokenizer::FromVocabAndMerges(shared / "vocab.json", shared / "merges.txt",
+                                            FileGate::Host());
   }
-  if (name == "pythia") return BpeTokenizer::FromTokenizerJson(shared / "tokenizer.json");
-  if (name == "llama") return BpeTokenizer::FromSentencePieceModel(repo / "tokenizer.model");
-  return BpeTokenizer::FromTokenizerJson(repo / "tokenizer.json");
+  if (name == "pythia")
+    return BpeTokenizer::FromTokenizerJson(shared / "tokenizer.json", FileGate::Host());
+  if (name == "llama")
+    return BpeTokenizer::FromSentencePieceModel(repo / "tokenizer.model", FileGate::Host());
+  return BpeTokenizer::FromTokenizerJson(repo / "tokenizer.json", FileGate::Host());
 }
 
 class WindowsGoldenTest : public ::testing::TestWithParam<const char*> {
@@ -88,8 +91,9 @@ class WindowsGoldenTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(WindowsGoldenTest, AllWindowsOfTheTestSplitMatchTheWholeTextDigest) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Wikitext(), *tokenizer_, SampleFraming{},
-                                               TextMode::kWindows, kAllSamples, 512);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Wikitext(), *tokenizer_, SampleFraming{}, TextMode::kWindows, kAllSamples, 512,
+                     FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   const std::vector<int64_t> ids = Concatenate(probe->samples);
   const auto tokens = golden_.at("tokens").get<size_t>();
@@ -100,8 +104,8 @@ TEST_P(WindowsGoldenTest, AllWindowsOfTheTestSplitMatchTheWholeTextDigest) {
 }
 
 TEST_P(WindowsGoldenTest, SmallProbeIsTheFirstIdsOfTheWholeText) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Wikitext(), *tokenizer_, SampleFraming{}, TextMode::kWindows, 4, 64);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Wikitext(), *tokenizer_, SampleFraming{},
+                                               TextMode::kWindows, 4, 64, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 4u);
   for (const auto& sample : probe->samples) EXPECT_EQ(sample.size(), 64u);
@@ -139,13 +143,13 @@ TEST(WordPieceWindowsTest, WholeTextWindowsEqualLineByLineWindowsOnWikitext) {
   if (SharedData().empty() || !fs::exists(vocab) || !fs::exists(Wikitext())) {
     GTEST_SKIP() << "ANISOSCOPE_SHARED_DATA, bert-base-uncased or wikitext-2 is missing";
   }
-  auto tokenizer = WordPieceTokenizer::Create(vocab, {});
+  auto tokenizer = WordPieceTokenizer::Create(vocab, {}, FileGate::Host());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   const SampleFraming framing = BertFraming(**tokenizer);
   for (const auto& [samples, seq_len] :
        {std::pair<int64_t, int64_t>{128, 512}, {kAllSamples, 512}, {3, 7}}) {
-    absl::StatusOr<Probe> probe =
-        BuildTextProbe(Wikitext(), **tokenizer, framing, TextMode::kWindows, samples, seq_len);
+    absl::StatusOr<Probe> probe = BuildTextProbe(
+        Wikitext(), **tokenizer, framing, TextMode::kWindows, samples, seq_len, FileGate::Host());
     ASSERT_TRUE(probe.ok()) << probe.status();
     const Samples old = LineByLineWindows(Wikitext(), **tokenizer, samples, seq_len - 2);
     EXPECT_EQ(probe->samples.size(), old.size()) << samples << "x" << seq_len;
@@ -159,14 +163,15 @@ TEST(WordPieceWindowsTest, AllWindowsOfWikitextMatchTheBertCorpusDigest) {
   if (SharedData().empty() || !fs::exists(vocab) || !fs::exists(Wikitext())) {
     GTEST_SKIP() << "ANISOSCOPE_SHARED_DATA, bert-base-uncased or wikitext-2 is missing";
   }
-  auto tokenizer = WordPieceTokenizer::Create(vocab, {});
+  auto tokenizer = WordPieceTokenizer::Create(vocab, {}, FileGate::Host());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   // transformers.js's digest of the split encoded line by line (tests/analysis/tokenizer).
   std::ifstream in(fs::path(ANISOSCOPE_PROBE_TESTDATA) / ".." / ".." / "tokenizer" / "testdata" /
                    "bert_uncased_golden.json");
   const nlohmann::json corpus = nlohmann::json::parse(in).at("corpus");
-  absl::StatusOr<Probe> probe = BuildTextProbe(Wikitext(), **tokenizer, SampleFraming{},
-                                               TextMode::kWindows, kAllSamples, 512);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Wikitext(), **tokenizer, SampleFraming{}, TextMode::kWindows, kAllSamples, 512,
+                     FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   const std::vector<int64_t> ids = Concatenate(probe->samples);
   EXPECT_EQ(ids.size(), corpus.at("tokens").get<size_t>());

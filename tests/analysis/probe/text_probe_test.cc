@@ -34,7 +34,7 @@ class TextProbeTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     std::ofstream(dir_ / "vocab.txt", std::ios::binary) << kVocab;
-    auto tokenizer = WordPieceTokenizer::Create(dir_ / "vocab.txt", {});
+    auto tokenizer = WordPieceTokenizer::Create(dir_ / "vocab.txt", {}, FileGate::Host());
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);
   }
@@ -52,7 +52,7 @@ class TextProbeTest : public ::testing::Test {
 
 TEST_F(TextProbeTest, WindowsCutTheWholeTokenStreamAcrossLines) {
   absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
-                                               TextMode::kWindows, 128, 5);
+                                               TextMode::kWindows, 128, 5, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples,
             (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}, {2, 9, 4, 10, 3}, {2, 11, 3}}));
@@ -63,8 +63,8 @@ TEST_F(TextProbeTest, WindowsCutTheWholeTokenStreamAcrossLines) {
 }
 
 TEST_F(TextProbeTest, WindowsStopAtMaxSamples) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 2, 5);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
+                                               TextMode::kWindows, 2, 5, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}}));
   EXPECT_EQ(probe->description, "text corpus.txt windows 2x5");
@@ -73,14 +73,15 @@ TEST_F(TextProbeTest, WindowsStopAtMaxSamples) {
 TEST_F(TextProbeTest, WindowsThatFillExactlyLeaveNoEmptyTail) {
   absl::StatusOr<Probe> probe =
       BuildTextProbe(Write("the cat sat on the mat\n"), *tokenizer_, BertFraming(*tokenizer_),
-                     TextMode::kWindows, 128, 5);
+                     TextMode::kWindows, 128, 5, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 3}}));
 }
 
 TEST_F(TextProbeTest, ShortTextGivesOneShortWindow) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(
-      Write("the cat"), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 128, 512);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("the cat"), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows,
+                     128, 512, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 3}}));
 }
@@ -89,19 +90,19 @@ TEST_F(TextProbeTest, CrLfTextGivesTheSameWindowsAsLf) {
   std::string crlf;
   for (const char c : std::string(kText))
     crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
-  absl::StatusOr<Probe> lf =
-      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 8, 4);
+  absl::StatusOr<Probe> lf = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
+                                            TextMode::kWindows, 8, 4, FileGate::Host());
   ASSERT_TRUE(lf.ok()) << lf.status();
-  absl::StatusOr<Probe> dos =
-      BuildTextProbe(Write(crlf), *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 8, 4);
+  absl::StatusOr<Probe> dos = BuildTextProbe(Write(crlf), *tokenizer_, BertFraming(*tokenizer_),
+                                             TextMode::kWindows, 8, 4, FileGate::Host());
   ASSERT_TRUE(dos.ok()) << dos.status();
   EXPECT_EQ(dos->samples, lf->samples);
   EXPECT_EQ(dos->id, lf->id);
 }
 
 TEST_F(TextProbeTest, LinesGiveOneTruncatedSamplePerNonEmptyLine) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kLines, 128, 4);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
+                                               TextMode::kLines, 128, 4, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 3}, {2, 7, 4, 3}, {2, 4, 10, 3}}));
   EXPECT_EQ(probe->description, "text corpus.txt lines 3x4");
@@ -109,14 +110,15 @@ TEST_F(TextProbeTest, LinesGiveOneTruncatedSamplePerNonEmptyLine) {
 
 TEST_F(TextProbeTest, LinesKeepShortLinesWhole) {
   absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
-                                               TextMode::kLines, 128, 512);
+                                               TextMode::kLines, 128, 512, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 9, 3}, {2, 4, 10, 11, 3}}));
 }
 
 TEST_F(TextProbeTest, LinesStopAtMaxSamplesAndSkipTokenlessLines) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write("\u200b\x07\nthe dog\nthe cat\n"), *tokenizer_,
-                                               BertFraming(*tokenizer_), TextMode::kLines, 1, 512);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("\u200b\x07\nthe dog\nthe cat\n"), *tokenizer_, BertFraming(*tokenizer_),
+                     TextMode::kLines, 1, 512, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 10, 3}}));
   EXPECT_EQ(probe->description, "text corpus.txt lines 1x512");
@@ -124,28 +126,29 @@ TEST_F(TextProbeTest, LinesStopAtMaxSamplesAndSkipTokenlessLines) {
 
 TEST_F(TextProbeTest, SeqLenBelowThreeIsInvalid) {
   for (const TextMode mode : {TextMode::kWindows, TextMode::kLines}) {
-    absl::StatusOr<Probe> probe =
-        BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), mode, 128, 2);
+    absl::StatusOr<Probe> probe = BuildTextProbe(
+        Write(kText), *tokenizer_, BertFraming(*tokenizer_), mode, 128, 2, FileGate::Host());
     ASSERT_FALSE(probe.ok());
     EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(probe.status().message().find("seq_len"), std::string::npos);
   }
   EXPECT_TRUE(BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
-                             TextMode::kWindows, 128, 3)
+                             TextMode::kWindows, 128, 3, FileGate::Host())
                   .ok());
 }
 
 TEST_F(TextProbeTest, NonPositiveSamplesIsInvalid) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_), TextMode::kLines, 0, 8);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(kText), *tokenizer_, BertFraming(*tokenizer_),
+                                               TextMode::kLines, 0, 8, FileGate::Host());
   ASSERT_FALSE(probe.ok());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(probe.status().message().find("samples"), std::string::npos);
 }
 
 TEST_F(TextProbeTest, MissingFileIsNotFoundAndNamesTheFile) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(
-      dir_ / "absent.txt", *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows, 128, 8);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(dir_ / "absent.txt", *tokenizer_, BertFraming(*tokenizer_), TextMode::kWindows,
+                     128, 8, FileGate::Host());
   ASSERT_FALSE(probe.ok());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(probe.status().message().find("absent.txt"), std::string::npos);
@@ -154,8 +157,8 @@ TEST_F(TextProbeTest, MissingFileIsNotFoundAndNamesTheFile) {
 TEST_F(TextProbeTest, FileWithoutTokensIsAnError) {
   for (const char* contents : {"", "\n\n  \r\n", "\u200b\n"}) {
     for (const TextMode mode : {TextMode::kWindows, TextMode::kLines}) {
-      absl::StatusOr<Probe> probe =
-          BuildTextProbe(Write(contents), *tokenizer_, BertFraming(*tokenizer_), mode, 128, 8);
+      absl::StatusOr<Probe> probe = BuildTextProbe(
+          Write(contents), *tokenizer_, BertFraming(*tokenizer_), mode, 128, 8, FileGate::Host());
       ASSERT_FALSE(probe.ok()) << '"' << contents << '"';
       EXPECT_EQ(probe.status().code(), absl::StatusCode::kInvalidArgument);
       EXPECT_NE(probe.status().message().find("corpus.txt"), std::string::npos);
@@ -199,15 +202,17 @@ class UnframedTextProbeTest : public TextProbeTest {
 
 TEST_F(UnframedTextProbeTest, WindowsEncodeTheWholeTextWithUniversalNewlines) {
   // Blank and whitespace lines stay; "\r\n" and a lone "\r" are read as "\n".
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write(" a\r\n\r\n  \r\nb\rc\r"), bytes_,
-                                               SampleFraming{}, TextMode::kWindows, 128, 4);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(" a\r\n\r\n  \r\nb\rc\r"), bytes_, SampleFraming{}, TextMode::kWindows,
+                     128, 4, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{Bytes(" a\n\n"), Bytes("  \nb"), Bytes("\nc\n")}));
 }
 
 TEST_F(UnframedTextProbeTest, LinesModeStillDropsNewlinesAndBlankLines) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write(" a\r\n\r\n  \r\nbc\n"), bytes_,
-                                               SampleFraming{}, TextMode::kLines, 128, 4);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write(" a\r\n\r\n  \r\nbc\n"), bytes_, SampleFraming{}, TextMode::kLines, 128,
+                     4, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{Bytes(" a"), Bytes("bc")}));
 }
@@ -215,8 +220,8 @@ TEST_F(UnframedTextProbeTest, LinesModeStillDropsNewlinesAndBlankLines) {
 TEST_F(UnframedTextProbeTest, WindowsReadOnlyAPrefixOfABigFile) {
   std::string text;
   while (text.size() < (size_t{8} << 20)) text += "word " + std::to_string(text.size()) + "\n";
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write(text), bytes_, SampleFraming{}, TextMode::kWindows, 2, 100);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(text), bytes_, SampleFraming{},
+                                               TextMode::kWindows, 2, 100, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{Bytes(text.substr(0, 100)), Bytes(text.substr(100, 100))}));
   // The first prefix: 1 MiB, up to the end of a line.
@@ -229,44 +234,48 @@ TEST_F(UnframedTextProbeTest, WindowsGrowThePrefixUntilTheyHaveEnoughIds) {
   std::string text;
   for (int i = 0; i < 200000; ++i) text += std::string(30 + i % 10, 'x') + (i % 7 ? " " : "\n");
   const std::vector<int64_t> all = bpe_.Encode(text);
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write(text), bpe_, SampleFraming{}, TextMode::kWindows, 60, 1000);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write(text), bpe_, SampleFraming{},
+                                               TextMode::kWindows, 60, 1000, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 60u);
   EXPECT_EQ(probe->samples.back(), std::vector<int64_t>(all.begin() + 59000, all.begin() + 60000));
 }
 
 TEST_F(UnframedTextProbeTest, WindowsWithoutSpecialTokensHoldSeqLenTokens) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write("a bb ccc\n\ndddd eeeee\n"), bpe_,
-                                               SampleFraming{}, TextMode::kWindows, 128, 2);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("a bb ccc\n\ndddd eeeee\n"), bpe_, SampleFraming{}, TextMode::kWindows,
+                     128, 2, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{1, 2}, {3, 4}, {5}}));
   EXPECT_EQ(probe->description, "text corpus.txt windows 3x2");
 }
 
 TEST_F(UnframedTextProbeTest, LinesWithoutSpecialTokensAreTruncatedToSeqLen) {
-  absl::StatusOr<Probe> probe = BuildTextProbe(Write("a bb ccc\n \ndddd eeeee\n"), bpe_,
-                                               SampleFraming{}, TextMode::kLines, 128, 2);
+  absl::StatusOr<Probe> probe =
+      BuildTextProbe(Write("a bb ccc\n \ndddd eeeee\n"), bpe_, SampleFraming{}, TextMode::kLines,
+                     128, 2, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{1, 2}, {4, 5}}));
 }
 
 TEST_F(UnframedTextProbeTest, SeqLenOfOneIsEnoughWithoutFraming) {
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write("a bb\n"), bpe_, SampleFraming{}, TextMode::kWindows, 128, 1);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write("a bb\n"), bpe_, SampleFraming{},
+                                               TextMode::kWindows, 128, 1, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{1}, {2}}));
-  EXPECT_FALSE(
-      BuildTextProbe(Write("a bb\n"), bpe_, SampleFraming{}, TextMode::kWindows, 128, 0).ok());
+  EXPECT_FALSE(BuildTextProbe(Write("a bb\n"), bpe_, SampleFraming{}, TextMode::kWindows, 128, 0,
+                              FileGate::Host())
+                   .ok());
 }
 
 TEST_F(UnframedTextProbeTest, CustomFramingWrapsEverySample) {
   const SampleFraming framing{{90, 91}, {99}};
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(Write("a bb ccc\n"), bpe_, framing, TextMode::kWindows, 128, 5);
+  absl::StatusOr<Probe> probe = BuildTextProbe(Write("a bb ccc\n"), bpe_, framing,
+                                               TextMode::kWindows, 128, 5, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, (Samples{{90, 91, 1, 2, 99}, {90, 91, 3, 99}}));
-  EXPECT_FALSE(BuildTextProbe(Write("a\n"), bpe_, framing, TextMode::kLines, 128, 3).ok());
+  EXPECT_FALSE(
+      BuildTextProbe(Write("a\n"), bpe_, framing, TextMode::kLines, 128, 3, FileGate::Host()).ok());
 }
 
 TEST(WikitextProbeTest, PaperProbeIs128FullWindowsOf512) {
@@ -279,10 +288,10 @@ TEST(WikitextProbeTest, PaperProbeIs128FullWindowsOf512) {
   if (!fs::exists(vocab) || !fs::exists(text)) {
     GTEST_SKIP() << "bert-base-uncased vocab or wikitext-2 missing under " << shared;
   }
-  auto tokenizer = WordPieceTokenizer::Create(vocab, {});
+  auto tokenizer = WordPieceTokenizer::Create(vocab, {}, FileGate::Host());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  absl::StatusOr<Probe> probe =
-      BuildTextProbe(text, **tokenizer, BertFraming(**tokenizer), TextMode::kWindows, 128, 512);
+  absl::StatusOr<Probe> probe = BuildTextProbe(text, **tokenizer, BertFraming(**tokenizer),
+                                               TextMode::kWindows, 128, 512, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 128u);
   for (const auto& sample : probe->samples) {

@@ -39,7 +39,7 @@ class BertUncasedGoldenTest : public ::testing::Test {
     if (!fs::exists(vocab)) {
       GTEST_SKIP() << vocab << " is missing; skipping bert-base-uncased goldens";
     }
-    auto tokenizer = WordPieceTokenizer::Create(vocab, {});
+    auto tokenizer = WordPieceTokenizer::Create(vocab, {}, FileGate::Host());
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);
   }

@@ -54,13 +54,15 @@ class BpeTokenizerTest : public ::testing::Test {
     return dir_ / name;
   }
   std::unique_ptr<BpeTokenizer> FromJson(const std::string& json) {
-    auto tokenizer = BpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json));
+    auto tokenizer =
+        BpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json), FileGate::Host());
     EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
     return tokenizer.ok() ? *std::move(tokenizer) : nullptr;
   }
   // The error of loading `json`, which must mention every one of `needles`.
   void ExpectJsonError(const std::string& json, std::vector<std::string> needles) {
-    auto tokenizer = BpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json));
+    auto tokenizer =
+        BpeTokenizer::FromTokenizerJson(Write("tokenizer.json", json), FileGate::Host());
     ASSERT_FALSE(tokenizer.ok());
     EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
     needles.push_back((dir_ / "tokenizer.json").string());
@@ -255,7 +257,8 @@ TEST_F(BpeTokenizerTest, UnsupportedAddedTokenOptionIsNamed) {
 }
 
 TEST_F(BpeTokenizerTest, MissingTokenizerJsonIsNotFound) {
-  auto tokenizer = BpeTokenizer::FromTokenizerJson(dir_ / "absent" / "tokenizer.json");
+  auto tokenizer =
+      BpeTokenizer::FromTokenizerJson(dir_ / "absent" / "tokenizer.json", FileGate::Host());
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(tokenizer.status().message().find("absent/tokenizer.json"), std::string::npos);
@@ -264,25 +267,26 @@ TEST_F(BpeTokenizerTest, MissingTokenizerJsonIsNotFound) {
 TEST_F(BpeTokenizerTest, VocabAndMergesFilesLoadLikeGpt2) {
   const fs::path vocab = Write("vocab.json", kVocab);
   const fs::path merges = Write("merges.txt", "#version: 0.2\na b\na a\n\xC4\xA0 ab\n");
-  auto tokenizer = BpeTokenizer::FromVocabAndMerges(vocab, merges);
+  auto tokenizer = BpeTokenizer::FromVocabAndMerges(vocab, merges, FileGate::Host());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ((*tokenizer)->Encode("aab ab"), (Ids{0, 3, 5}));
 }
 
 TEST_F(BpeTokenizerTest, MissingOrBadMergesTxtIsNamed) {
   const fs::path vocab = Write("vocab.json", kVocab);
-  auto missing = BpeTokenizer::FromVocabAndMerges(vocab, dir_ / "merges.txt");
+  auto missing = BpeTokenizer::FromVocabAndMerges(vocab, dir_ / "merges.txt", FileGate::Host());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("merges.txt"), std::string::npos);
 
   const fs::path merges = Write("merges.txt", "#version: 0.2\na b\nab\n");
-  auto bad = BpeTokenizer::FromVocabAndMerges(vocab, merges);
+  auto bad = BpeTokenizer::FromVocabAndMerges(vocab, merges, FileGate::Host());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(merges.string() + ": line 3"), std::string::npos)
       << bad.status();
 
-  auto bad_vocab = BpeTokenizer::FromVocabAndMerges(Write("v.json", "[1, 2]"), merges);
+  auto bad_vocab =
+      BpeTokenizer::FromVocabAndMerges(Write("v.json", "[1, 2]"), merges, FileGate::Host());
   ASSERT_FALSE(bad_vocab.ok());
   EXPECT_NE(bad_vocab.status().message().find("v.json"), std::string::npos) << bad_vocab.status();
 }

@@ -31,7 +31,7 @@ class SentencePieceConversionTest : public ::testing::Test {
     std::string error;
     library_ = spm_reference::SentencePieceLibrary::Load(kLlamaModel.string(), &error);
     ASSERT_NE(library_, nullptr) << error;
-    auto converted = BpeTokenizer::FromSentencePieceModel(kLlamaModel);
+    auto converted = BpeTokenizer::FromSentencePieceModel(kLlamaModel, FileGate::Host());
     ASSERT_TRUE(converted.ok()) << converted.status();
     converted_ = *std::move(converted);
   }
@@ -89,7 +89,7 @@ class SentencePieceErrorsTest : public ::testing::Test {
     const fs::path file =
         fs::temp_directory_path() / ("sentencepiece_" + std::to_string(::getpid()) + ".model");
     std::ofstream(file, std::ios::binary) << contents;
-    auto tokenizer = BpeTokenizer::FromSentencePieceModel(file);
+    auto tokenizer = BpeTokenizer::FromSentencePieceModel(file, FileGate::Host());
     fs::remove(file);
     ASSERT_FALSE(tokenizer.ok());
     EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
@@ -101,7 +101,8 @@ class SentencePieceErrorsTest : public ::testing::Test {
 };
 
 TEST_F(SentencePieceErrorsTest, MissingModelIsNotFound) {
-  auto tokenizer = BpeTokenizer::FromSentencePieceModel("/nonexistent/tokenizer.model");
+  auto tokenizer =
+      BpeTokenizer::FromSentencePieceModel("/nonexistent/tokenizer.model", FileGate::Host());
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(tokenizer.status().message().find("/nonexistent/tokenizer.model"), std::string::npos);

@@ -55,9 +55,11 @@ class TokenizerGoldenTest : public ::testing::TestWithParam<GoldenParam> {
                          GetParam().name;
     const std::string name = GetParam().name;
     absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer =
-        name == "gpt2"    ? BpeTokenizer::FromVocabAndMerges(dir / "vocab.json", dir / "merges.txt")
-        : name == "llama" ? BpeTokenizer::FromSentencePieceModel(dir / "tokenizer.model")
-                          : BpeTokenizer::FromTokenizerJson(dir / "tokenizer.json");
+        name == "gpt2" ? BpeTokenizer::FromVocabAndMerges(dir / "vocab.json", dir / "merges.txt",
+                                                          FileGate::Host())
+        : name == "llama"
+            ? BpeTokenizer::FromSentencePieceModel(dir / "tokenizer.model", FileGate::Host())
+            : BpeTokenizer::FromTokenizerJson(dir / "tokenizer.json", FileGate::Host());
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);
   }

@@ -49,7 +49,7 @@ class WordPieceTokenizerTest : public ::testing::Test {
   fs::path WriteDefaultVocab() { return WriteVocab({std::begin(kVocab), std::end(kVocab)}); }
 
   std::unique_ptr<WordPieceTokenizer> MakeTokenizer(WordPieceTokenizer::Options options = {}) {
-    auto tokenizer = WordPieceTokenizer::Create(WriteDefaultVocab(), options);
+    auto tokenizer = WordPieceTokenizer::Create(WriteDefaultVocab(), options, FileGate::Host());
     EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
     return tokenizer.ok() ? *std::move(tokenizer) : nullptr;
   }
@@ -137,8 +137,8 @@ TEST_F(WordPieceTokenizerTest, InvalidUtf8NeverCrashesAndYieldsValidIds) {
 }
 
 TEST_F(WordPieceTokenizerTest, VocabCrLfLineEndingsAreStripped) {
-  auto tokenizer =
-      WordPieceTokenizer::Create(WriteVocab({std::begin(kVocab), std::end(kVocab)}, "\r\n"), {});
+  auto tokenizer = WordPieceTokenizer::Create(
+      WriteVocab({std::begin(kVocab), std::end(kVocab)}, "\r\n"), {}, FileGate::Host());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ((*tokenizer)->Encode("hello"), (std::vector<int64_t>{10}));
   EXPECT_EQ((*tokenizer)->vocab_size(), static_cast<int64_t>(std::size(kVocab)));
@@ -147,21 +147,22 @@ TEST_F(WordPieceTokenizerTest, VocabCrLfLineEndingsAreStripped) {
 TEST_F(WordPieceTokenizerTest, VocabWithoutFinalNewlineKeepsLastToken) {
   const fs::path path = dir_ / "vocab.txt";
   std::ofstream(path, std::ios::binary) << "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello";
-  auto tokenizer = WordPieceTokenizer::Create(path, {});
+  auto tokenizer = WordPieceTokenizer::Create(path, {}, FileGate::Host());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ((*tokenizer)->vocab_size(), 5);
   EXPECT_EQ((*tokenizer)->Encode("hello"), (std::vector<int64_t>{4}));
 }
 
 TEST_F(WordPieceTokenizerTest, MissingVocabFileIsNotFoundAndNamesTheFile) {
-  auto tokenizer = WordPieceTokenizer::Create(dir_ / "nope" / "vocab.txt", {});
+  auto tokenizer = WordPieceTokenizer::Create(dir_ / "nope" / "vocab.txt", {}, FileGate::Host());
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(tokenizer.status().message().find("nope/vocab.txt"), std::string::npos);
 }
 
 TEST_F(WordPieceTokenizerTest, VocabWithoutSpecialTokenNamesFileAndToken) {
-  auto tokenizer = WordPieceTokenizer::Create(WriteVocab({"[PAD]", "[UNK]", "[CLS]", "x"}), {});
+  auto tokenizer = WordPieceTokenizer::Create(WriteVocab({"[PAD]", "[UNK]", "[CLS]", "x"}), {},
+                                              FileGate::Host());
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(tokenizer.status().message().find("vocab.txt"), std::string::npos);
@@ -169,20 +170,21 @@ TEST_F(WordPieceTokenizerTest, VocabWithoutSpecialTokenNamesFileAndToken) {
 }
 
 TEST_F(WordPieceTokenizerTest, EmptyVocabIsRejected) {
-  auto tokenizer = WordPieceTokenizer::Create(WriteVocab({}), {});
+  auto tokenizer = WordPieceTokenizer::Create(WriteVocab({}), {}, FileGate::Host());
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(tokenizer.status().message().find("empty"), std::string::npos);
 }
 
 TEST_F(WordPieceTokenizerTest, VocabDirectoryIsRejected) {
-  auto tokenizer = WordPieceTokenizer::Create(dir_, {});
+  auto tokenizer = WordPieceTokenizer::Create(dir_, {}, FileGate::Host());
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(WordPieceTokenizerTest, NonPositiveMaxInputCharsIsRejected) {
-  auto tokenizer = WordPieceTokenizer::Create(WriteDefaultVocab(), MakeOptions(true, 0));
+  auto tokenizer =
+      WordPieceTokenizer::Create(WriteDefaultVocab(), MakeOptions(true, 0), FileGate::Host());
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
 }
