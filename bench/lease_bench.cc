@@ -69,6 +69,7 @@ class TimedExtractor : public analysis::Extractor {
     metrics.shape.num_layers = 12;
     metrics.shape.num_heads = 12;
     metrics.shape.head_dim = 64;
+    metrics.shape.hidden_size = 768;
     metrics.num_samples = static_cast<int64_t>(probe.samples.size());
     metrics.num_tokens = probe.num_tokens();
     for (int layer = 0; layer < 12; ++layer) {
@@ -139,6 +140,7 @@ Result Run(const fs::path& dir, int workers, int units, double seconds) {
         (*server)->address(), grpc::InsecureChannelCredentials(), arguments)));
     worker::WorkerLoop::Options loop_options;
     loop_options.info.set_name("bench-" + std::to_string(i));
+    loop_options.info.set_device("cpu");
     loop_options.lease_wait = absl::Seconds(2);
     loops.push_back(
         std::make_unique<worker::WorkerLoop>(loop_options, stubs.back().get(), &factory, &*files));
