@@ -80,10 +80,10 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   runner_options.dtype = options.extractor.dtype;
   server->metrics_ = std::make_unique<ServiceMetrics>();
   runner_options.metrics = server->metrics_.get();
-  runner_options.namespace_roots = [store = server->store_.get(),
+  runner_options.namespace_files = [store = server->store_.get(),
                                     files = server->files_.get()](const std::string& ns) {
     absl::StatusOr<FileGate> gate = GateForNamespace(*store, *files, ns);
-    return gate.ok() ? gate->roots() : std::vector<std::string>{};
+    return gate.ok() ? *std::move(gate) : *FileGate::Beneath({});  // no root: nothing opens
   };
   absl::StatusOr<std::unique_ptr<JobRunner>> runner =
       JobRunner::Create(runner_options, server->store_.get());

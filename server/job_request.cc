@@ -24,15 +24,21 @@ absl::Status InField(const char* field, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
 }
 
+// `given` lexically normal; INVALID_ARGUMENT naming `field` unless it is absolute.
+absl::StatusOr<fs::path> AbsolutePath(const char* field, const std::string& given) {
+  fs::path path = fs::path(given).lexically_normal();
+  if (!path.is_absolute()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " path '", given, "' must be absolute (it is read on the server)"));
+  }
+  return path;
+}
+
 // A checkpoint directory opened through the gate, each of its entries too: a weight file
 // linked elsewhere (a Hugging Face cache snapshot links into its blobs/) is refused at
 // submit rather than at its step. The worker's gate checks again at open time.
 absl::StatusOr<fs::path> CheckCheckpointDir(const std::string& dir, const FileGate& files) {
-  const fs::path path = fs::path(dir).lexically_normal();
-  if (!path.is_absolute()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint path '", dir, "' must be absolute (it is read on the server)"));
-  }
+  ASSIGN_OR_RETURN(const fs::path path, AbsolutePath("checkpoint", dir));
   absl::StatusOr<std::vector<GatedEntry>> entries = files.List(path);
   if (!entries.ok()) return InField("checkpoint", entries.status());
   for (const GatedEntry& entry : *entries) {
@@ -102,12 +108,7 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     return absl::InvalidArgumentError("give either checkpoints_dir or checkpoints (exactly one)");
   }
 
-  const fs::path probe_path = fs::path(request.probe().path()).lexically_normal();
-  if (!probe_path.is_absolute()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("probe file path '", request.probe().path(),
-                     "' must be absolute (it is read on the server)"));
-  }
+  ASSIGN_OR_RETURN(const fs::path probe_path, AbsolutePath("probe file", request.probe().path()));
   if (absl::Status opened = files.OpenFile(probe_path).status(); !opened.ok()) {
     return InField("probe file", opened);
   }
@@ -123,12 +124,7 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     return absl::InvalidArgumentError("hf_cache describes checkpoints_dir: give checkpoints_dir");
   }
   if (has_dir) {
-    const fs::path dir = fs::path(request.checkpoints_dir()).lexically_normal();
-    if (!dir.is_absolute()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("checkpoints_dir '", request.checkpoints_dir(),
-                       "' must be absolute (it is read on the server)"));
-    }
+    ASSIGN_OR_RETURN(const fs::path dir, AbsolutePath("checkpoints_dir", request.checkpoints_dir()));
     if (absl::Status opened = files.OpenDirectory(dir).status(); !opened.ok()) {
       return InField("checkpoints_dir", opened);
     }

@@ -107,10 +107,7 @@ JobRunner::~JobRunner() { Drain(); }
 // ---- Jobs ------------------------------------------------------------------------------
 
 FileGate JobRunner::FilesOf(const std::string& ns) const {
-  std::vector<std::string> roots;
-  if (options_.namespace_roots) roots = options_.namespace_roots(ns);
-  absl::StatusOr<FileGate> files = FileGate::Beneath(roots);
-  return files.ok() ? *std::move(files) : *FileGate::Beneath({});  // none: nothing is opened
+  return options_.namespace_files ? options_.namespace_files(ns) : *FileGate::Beneath({});
 }
 
 absl::Status JobRunner::Resume() {
@@ -424,10 +421,8 @@ absl::StatusOr<bool> JobRunner::GrantLocked(const Waiter& waiter, pb::LeaseWorkR
       next != pending_.end() && next->first == key.first) {
     unit->set_next_checkpoint_path(job->record.checkpoints[next->second].path);
   }
-  if (options_.namespace_roots) {
-    for (std::string& root : options_.namespace_roots(job->record.spec.ns)) {
-      unit->add_allowed_roots(std::move(root));
-    }
+  for (std::string& root : FilesOf(job->record.spec.ns).roots()) {
+    unit->add_allowed_roots(std::move(root));
   }
   leases_[lease_id] = std::move(entry);
   spdlog::info("job {} step {} leased to {} ({}attempt {}, lease {})", key.first, checkpoint.step,

@@ -65,9 +65,10 @@ class JobRunner {
     std::string dtype = "float32";
     // Counts each stored checkpoint (family, device, seconds); not owned; may be null.
     ServiceMetrics* metrics = nullptr;
-    // The roots a namespace's units may read beneath, sent with each unit (empty: none; the
-    // worker then refuses the unit). Called at each lease, under the runner's lock.
-    std::function<std::vector<std::string>(const std::string& ns)> namespace_roots;
+    // The gate a namespace's files are opened through: the token probe's at submit and
+    // resume, and its roots are sent with each unit (none: the worker refuses the unit).
+    // Called at each of those, at a lease under the runner's lock. Unset: nothing is opened.
+    std::function<FileGate(const std::string& ns)> namespace_files;
   };
 
   // Who calls the worker service, from its Principal: a lease is bound to `identity` (only it
@@ -189,7 +190,7 @@ class JobRunner {
   JobRunner(const Options& options, storage::MetricsStore* store);
 
   absl::Status Resume();
-  // The gate of namespace `ns` (Options::namespace_roots; none set opens nothing).
+  // The gate of namespace `ns` (Options::namespace_files; none set opens nothing).
   FileGate FilesOf(const std::string& ns) const;
   // Appends to the audit log; a failure is logged, never returned (the action happened).
   void Audit(const storage::AuditEntry& entry);

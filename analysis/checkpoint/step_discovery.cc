@@ -83,9 +83,14 @@ absl::Status ListNamedDirectories(const std::filesystem::path& dir, const FileGa
   return absl::OkStatus();
 }
 
-// Whether `text` (a ref file's content) is a commit hash, a trailing newline allowed.
-bool IsCommitHash(std::string_view text) {
+// `text` (a ref file's content) without its line end.
+std::string_view WithoutLineEnd(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  return text;
+}
+
+// Whether `text` is a commit hash.
+bool IsCommitHash(std::string_view text) {
   return !text.empty() && text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char c) {
     return std::isxdigit(static_cast<unsigned char>(c)) != 0;
   });
@@ -119,15 +124,13 @@ absl::Status ListCacheSnapshots(const std::filesystem::path& dir, const FileGate
     const std::optional<int64_t> step = ParseStep(revision);
     if (!step.has_value()) continue;
     absl::StatusOr<std::string> commit = cache.ReadFile(refs / revision, kMaxRefBytes);
-    if (!commit.ok() || !IsCommitHash(*commit)) {
+    const std::string_view hash = commit.ok() ? WithoutLineEnd(*commit) : std::string_view();
+    if (!IsCommitHash(hash)) {
       return absl::InvalidArgumentError(absl::StrCat(dir.string(), ": cache ref '", revision,
                                                      "' must be a file of at most ", kMaxRefBytes,
                                                      " bytes holding a commit hash"));
     }
-    while (!commit->empty() && (commit->back() == '\n' || commit->back() == '\r')) {
-      commit->pop_back();
-    }
-    const std::filesystem::path snapshot = dir / "snapshots" / *commit;
+    const std::filesystem::path snapshot = dir / "snapshots" / std::string(hash);
     if (cache.IsDirectory(snapshot)) steps.push_back({*step, snapshot});
   }
   return absl::OkStatus();

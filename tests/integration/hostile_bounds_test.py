@@ -15,9 +15,8 @@ import unittest
 
 import grpc
 
-from server_process import BIN, ServerProcess
+from server_process import BIN, ServerProcess, create_token
 
-SERVER = os.path.join(BIN, "anisoscope-server")
 WATCH = "/anisoscope.v1.JobService/WatchJob"
 
 
@@ -68,11 +67,7 @@ class HostileBoundsTest(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def token(self, name, role, namespace):
-        result = subprocess.run([SERVER, "tokens", "create", "--db", self.db, "--name", name,
-                                 "--role", role, "--namespace", namespace],
-                                capture_output=True, text=True, timeout=60)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        return result.stdout.strip()
+        return create_token(self.db, name, role, namespace)
 
     def start(self, *extra):
         self.server = ServerProcess(self.db, [self.root], [

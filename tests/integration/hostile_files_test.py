@@ -11,10 +11,10 @@ import subprocess
 import tempfile
 import unittest
 
-from server_process import BIN, ServerProcess, stored_steps, wait_for
+from server_process import (BIN, ServerProcess, create_token, host_command, stored_steps,
+                            wait_for)
 from worker_test import FIXTURE, WorkerProcess
 
-SERVER = os.path.join(BIN, "anisoscope-server")
 SECRET = "deadbeefcafe0123"  # hex, so that a lax reader would take it for a commit
 
 
@@ -32,12 +32,12 @@ class HostileFilesTest(unittest.TestCase):
         with open(self.secret, "w") as f:
             f.write(SECRET + "\n")
         self.db = os.path.join(self.work, "team.db")
-        self.host("namespaces", "set", "--db", self.db, "--namespace", "a", "--allow-root", self.a)
-        self.host("namespaces", "set", "--db", self.db, "--namespace", "b", "--allow-root", self.b)
-        self.alice = self.token("alice", "writer", "a")
+        host_command("namespaces", "set", "--db", self.db, "--namespace", "a", "--allow-root", self.a)
+        host_command("namespaces", "set", "--db", self.db, "--namespace", "b", "--allow-root", self.b)
+        self.alice = create_token(self.db, "alice", "writer", "a")
         self.worker_token = os.path.join(self.work, "worker.token")
         with open(self.worker_token, "w") as f:
-            f.write(self.token("cluster", "worker", "*") + "\n")
+            f.write(create_token(self.db, "cluster", "worker", "*") + "\n")
         self.server, self.workers = None, []
 
     def tearDown(self):
@@ -46,15 +46,6 @@ class HostileFilesTest(unittest.TestCase):
         if self.server:
             self.server.stop()
         shutil.rmtree(self.work, ignore_errors=True)
-
-    def host(self, *args):
-        result = subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=60)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        return result.stdout
-
-    def token(self, name, role, namespace):
-        return self.host("tokens", "create", "--db", self.db, "--name", name, "--role", role,
-                         "--namespace", namespace).strip()
 
     def start_server(self, workers=0):
         # The server may read all of the work folder: only the namespaces' roots fence a and b.

@@ -25,7 +25,7 @@ import threading
 import time
 import unittest
 
-from server_process import BIN, ServerProcess
+from server_process import ServerProcess, create_token
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -377,12 +377,8 @@ class HostileHttpTest(unittest.TestCase):
                                   "https://other.example", *extra)
                 token = {}
                 if extra:
-                    result = subprocess.run(
-                        [os.path.join(BIN, "anisoscope-server"), "tokens", "create", "--db",
-                         http.server.db, "--name", "reader", "--role", "reader"],
-                        capture_output=True, text=True, timeout=60)
-                    self.assertEqual(result.returncode, 0, result.stderr)
-                    token = {"Authorization": f"Bearer {result.stdout.strip()}"}
+                    reader = create_token(http.server.db, "reader", "reader")
+                    token = {"Authorization": f"Bearer {reader}"}
                 status, headers, _ = http.request(headers={"Origin": LISTED, **token})
                 self.assertEqual(status, 200)
                 self.assertEqual(headers.get("access-control-allow-origin"), LISTED)

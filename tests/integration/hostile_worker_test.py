@@ -17,7 +17,7 @@ import tempfile
 import unittest
 from concurrent import futures
 
-from server_process import BIN, ServerProcess, wait_for
+from server_process import BIN, ServerProcess, create_token, wait_for
 from worker_test import FIXTURE, WorkerProcess
 
 SOURCE = os.environ.get("ANISOSCOPE_SOURCE_DIR",
@@ -121,12 +121,7 @@ class HostileWorkerTest(unittest.TestCase):
         self.server.stop()
 
     def token(self, name, role, namespace):
-        result = subprocess.run([os.path.join(BIN, "anisoscope-server"), "tokens", "create",
-                                 "--db", self.db, "--name", name, "--role", role,
-                                 "--namespace", namespace],
-                                capture_output=True, text=True, timeout=60)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        return result.stdout.strip()
+        return create_token(self.db, name, role, namespace)
 
     def submit(self, writer, run, *checkpoints):
         """A job of `writer`'s namespace over the fixture's steps (all, or `checkpoints`)."""

@@ -62,6 +62,21 @@ class ServerProcess:
         return result
 
 
+def host_command(*args):
+    """`anisoscope-server ARGS` (tokens, namespaces, backup); its stdout. Fails on an error."""
+    result = subprocess.run([os.path.join(BIN, "anisoscope-server"), *map(str, args)],
+                            capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise AssertionError(f"anisoscope-server {' '.join(map(str, args))}: {result.stderr}")
+    return result.stdout
+
+
+def create_token(db, name, role, namespace="default"):
+    """A new token of `role` in `namespace`, made on the host as an admin would."""
+    return host_command("tokens", "create", "--db", db, "--name", name, "--role", role,
+                        "--namespace", namespace).strip()
+
+
 def stored_steps(db):
     """(step, rows stored) of every step in the database, ascending: exactly once is 1."""
     with sqlite3.connect(db) as connection:
