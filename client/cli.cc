@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/admin_commands.h"
+#include "client/alarm_commands.h"
 #include "client/analysis_commands.h"
 #include "client/job_commands.h"
 #include "client/query_commands.h"
@@ -39,6 +40,7 @@ std::vector<Command> AllCommands() {
   std::vector<Command> commands = JobCommands();
   for (Command& command : QueryCommands()) commands.push_back(std::move(command));
   for (Command& command : AnalysisCommands()) commands.push_back(std::move(command));
+  for (Command& command : AlarmCommands()) commands.push_back(std::move(command));
   for (Command& command : AdminCommands()) commands.push_back(std::move(command));
   for (Command& command : commands) {
     for (const GlobalFlag& flag : GlobalFlags()) {

@@ -45,6 +45,17 @@ std::string ProgressPrinter::Render(const v1::JobEvent& event) {
       return FinishedLine(job, event.checkpoint());
     case v1::JobEvent::KIND_STEP_ADDED:
       return absl::StrCat(Clear(), "step ", event.checkpoint().step(), " written: queued\n");
+    case v1::JobEvent::KIND_ALARM: {
+      const v1::Alarm& alarm = event.alarm();
+      const std::string layer = alarm.layer() < 0 ? "" : absl::StrCat(" layer ", alarm.layer());
+      if (alarm.state() == v1::ALARM_STATE_RESOLVED) {
+        return absl::StrCat(Clear(), "alarm ", alarm.id(), " resolved at step ",
+                            alarm.resolved_step(), ": ", alarm.rule(), layer, "\n");
+      }
+      return absl::StrCat(Clear(), "ALARM (", alarm.severity(), ") at step ", alarm.step(), ": ",
+                          alarm.rule(), layer, ": ", alarm.summary(), " [alarm ", alarm.id(),
+                          "]\n");
+    }
     case v1::JobEvent::KIND_JOB_FINISHED:
       return Clear();
     default:

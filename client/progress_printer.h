@@ -6,7 +6,9 @@
 //   [5/12] step 40000 FAILED: <error>
 //   [6/12] step 50000 cancelled
 // Checkpoints already finished in the first (snapshot) event are listed the same way. A
-// followed run's new checkpoint: "step 60000 written: queued".
+// followed run's new checkpoint: "step 60000 written: queued". An alarm a step fired:
+// "ALARM (critical) at step 3000: attention_entropy_collapse layer 0: <summary> [alarm 7]",
+// and "alarm 7 resolved at step 5000: ..." when a later step resolves it.
 // On a TTY, the step being computed and its batch progress are shown on one transient
 // line rewritten with '\r' (and erased before the next permanent line); off a TTY,
 // nothing but the permanent lines is written. Not thread-safe; no I/O of its own.

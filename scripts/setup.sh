@@ -15,6 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libcpp-httplib-dev                 # the HTTP/JSON API (server/http_server.cc)
   libcli11-dev                       # anisoscope-worker's and the server host commands' flags
+  libtomlplusplus-dev                # the server's alarm rules (server/alarms/alarm_rules.cc)
   libeigen3-dev                      # the projections' SVD (server/trajectory_projection.cc)
   libboost-dev                       # Boost.Math: the correlation tests' p-values (server/statistical_tests.cc)
   libxxhash-dev                      # XXH3: the checkpoints' fingerprints, the API answers' ETags
@@ -25,6 +26,7 @@ PACKAGES=(
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates
   slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
   python3-yaml                       # the Kubernetes manifest test
+  prometheus                         # promtool: deploy/prometheus/'s rule checks and unit tests
   python3-grpcio grpc-proto          # the reflection test (a v1alpha client from grpc-proto)
   python3-protobuf python3-pandas python3-numpy      # the Python client (python/) and its test
   python3-setuptools python3-wheel python3-pip       # `pip install ./python` (no build isolation)

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/tls_files.h"
 #include "server/job_request.h"
+#include "server/proto_convert.h"
 #include "server/query_timing.h"
 
 namespace anisoscope::server {
@@ -80,6 +81,20 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   runner_options.dtype = options.extractor.dtype;
   server->metrics_ = std::make_unique<ServiceMetrics>();
   runner_options.metrics = server->metrics_.get();
+  ASSIGN_OR_RETURN(std::vector<AlarmRule> rules, LoadAlarmRules(options.alarm_rules));
+  spdlog::info("{} alarm rule(s) from {}", rules.size(),
+               options.alarm_rules.empty() ? "the built-in default set" : options.alarm_rules);
+  server->alarms_ = std::make_unique<AlarmMonitor>(
+      AlarmMonitor::Options{std::move(rules), options.alarm_metrics_runs}, server->store_.get());
+  if (!options.alarm_webhook.empty()) {
+    AlarmWebhook::Options webhook_options;
+    webhook_options.url = options.alarm_webhook;
+    ASSIGN_OR_RETURN(server->webhook_, AlarmWebhook::Create(webhook_options));
+  }
+  runner_options.step_stored = [self = server.get()](int64_t job_id,
+                                                     const storage::StepResult& step) {
+    self->CheckAlarms(job_id, step);
+  };
   runner_options.namespace_files = [store = server->store_.get(),
                                     files = server->files_.get()](const std::string& ns) {
     absl::StatusOr<FileGate> gate = GateForNamespace(*store, *files, ns);
@@ -151,6 +166,10 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     http_options.limits = options.limits;
     http_options.tls_cert = options.tls_cert;
     http_options.tls_key = options.tls_key;
+    http_options.namespace_metrics = [alarms = server->alarms_.get(),
+                                      webhook = server->webhook_.get()](const std::string& ns) {
+      return alarms->Exposition(ns) + (webhook != nullptr ? webhook->Exposition() : "");
+    };
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
         http_options, server->store_.get(), server->runner_.get(), access, server->metrics_.get());
     if (!http.ok()) {
@@ -166,6 +185,28 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
 }
 
 AnisoscopeServer::~AnisoscopeServer() { Shutdown(absl::Seconds(2)); }
+
+void AnisoscopeServer::CheckAlarms(int64_t job_id, const storage::StepResult& step) {
+  const absl::StatusOr<std::vector<storage::AlarmRecord>> changed = alarms_->StepStored(step);
+  if (!changed.ok()) {
+    spdlog::error("job {}: the alarm rules were not checked on step {} of run '{}': {}", job_id,
+                  step.step, step.run, changed.status().ToString());
+    return;
+  }
+  for (const storage::AlarmRecord& alarm : *changed) {
+    if (alarm.resolved_step.has_value()) {
+      spdlog::info("alarm {} resolved at step {}: run '{}', {}", alarm.id, *alarm.resolved_step,
+                   alarm.run, alarm.rule);
+    } else {
+      spdlog::warn("alarm {} ({}) fired at step {} of run '{}': {}", alarm.id, alarm.severity,
+                   alarm.step, alarm.run, alarm.summary);
+    }
+    pb::Alarm message;
+    ToProto(alarm, &message);
+    runner_->PublishAlarm(job_id, message);
+    if (webhook_ != nullptr) webhook_->Send(alarm);
+  }
+}
 
 void AnisoscopeServer::Drain() {
   if (server_ != nullptr) {

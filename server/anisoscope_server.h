@@ -17,6 +17,8 @@
 #include "common/file_gate.h"
 #include "server/access_control.h"
 #include "server/admin_service.h"
+#include "server/alarms/alarm_monitor.h"
+#include "server/alarms/alarm_webhook.h"
 #include "server/checkpoint_follower.h"
 #include "server/embedded_workers.h"
 #include "server/http_server.h"
@@ -59,9 +61,16 @@ class AnisoscopeServer {
 
  private:
   AnisoscopeServer() = default;
+  // Checks the alarm rules on a step the runner stored; tells the job's watchers and the
+  // webhook of each alarm fired or resolved.
+  void CheckAlarms(int64_t job_id, const storage::StepResult& step);
 
   std::unique_ptr<storage::MetricsStore> store_;
   std::unique_ptr<ServiceMetrics> metrics_;
+  // The alarm rules and their webhook (null without --alarm-webhook): called by the runner,
+  // so they outlive it.
+  std::unique_ptr<AlarmMonitor> alarms_;
+  std::unique_ptr<AlarmWebhook> webhook_;
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<FileGate> files_;
   std::unique_ptr<JobRunner> runner_;

@@ -155,9 +155,9 @@ void ServeStatic(const fs::path& web_dir, const httplib::Request& req, httplib::
 // and the HTTP threads.
 void ServeMetrics(const RouteContext& context, const ServiceMetrics& metrics,
                   const httplib::Request& req, httplib::Response& res) {
-  Credentials credentials;
-  credentials.authorization = req.get_header_value("Authorization");
-  const absl::StatusOr<Principal> caller = context.access->Authorize(credentials, Action::kRead);
+  // `namespace` picks whose runs the alarm gauges show (as for every other read).
+  std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
+  const absl::StatusOr<Principal> caller = AuthorizeRequest(*context.access, req, &params);
   if (!caller.ok()) return WriteError(caller.status(), res);
   const absl::StatusOr<storage::StoreStats> stats = context.store->Stats();
   if (!stats.ok()) return WriteError(stats.status(), res);
@@ -174,7 +174,9 @@ void ServeMetrics(const RouteContext& context, const ServiceMetrics& metrics,
     gauges.http_waiting_connections = context.pool->waiting.load();
     gauges.http_refused_connections = context.pool->refused.load();
   }
-  res.set_content(metrics.Exposition(gauges), "text/plain; version=0.0.4; charset=utf-8");
+  std::string text = metrics.Exposition(gauges);
+  if (context.namespace_metrics) text += context.namespace_metrics(caller->ns);
+  res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 }  // namespace
@@ -362,6 +364,12 @@ std::vector<ApiRoute> ApiRoutes(const RouteContext& context) {
            context, kStore,
            [](const string& /*ns*/, const QueryIsotropicBaselineRequest& r) {
              return queries::QueryIsotropicBaseline(r);
+           })},
+      {"/api/v1/alarms", "/api/v1/alarms?run=r&state=firing",
+       ApiHandler<ListAlarmsRequest, ListAlarmsResponse>(
+           context, kStore,
+           [store](const string& ns, const ListAlarmsRequest& r) {
+             return queries::ListAlarms(*store, ns, r);
            })},
       {"/api/v1/jobs", "/api/v1/jobs",
        ApiHandler<ListJobsRequest, ListJobsResponse>(

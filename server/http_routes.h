@@ -66,6 +66,8 @@ struct RouteContext {
   ResponseCache* cache = nullptr;
   RequestLimits limits;
   const PoolGauge* pool = nullptr;  // the HTTP threads, for /metrics; may be null
+  // More /metrics text for the caller's namespace; may be unset.
+  std::function<std::string(const std::string& ns)> namespace_metrics;
 };
 
 // Where a route's answers come from: kStore, the store alone (kept in the ResponseCache

@@ -161,10 +161,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
     *listening = sock;
   });
   server->cache_ = std::make_unique<ResponseCache>(options.cache_bytes);
-  InstallRoutes(
-      &http,
-      {store, runner, access, server->cache_.get(), options.limits, server->pool_gauge_.get()},
-      metrics, options.web_dir);
+  InstallRoutes(&http,
+                {store, runner, access, server->cache_.get(), options.limits,
+                 server->pool_gauge_.get(), options.namespace_metrics},
+                metrics, options.web_dir);
 
   if (port == 0) {
     port = http.bind_to_any_port(host);

@@ -25,6 +25,7 @@
 // `store`, `runner` and `access` are not owned and must outlive the HttpServer.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -70,6 +71,9 @@ class HttpServer {
     // Origins (scheme://host[:port]) whose pages may read the API: they get
     // Access-Control-Allow-Origin. None: the dashboard is same-origin.
     std::vector<std::string> cors_origins;
+    // More Prometheus text for /metrics, given the caller's namespace (the alarms' run
+    // gauges, server/alarms/alarm_monitor.h). May be unset.
+    std::function<std::string(const std::string& ns)> namespace_metrics;
   };
 
   // Binds and starts serving. INVALID_ARGUMENT for a listen address that is not

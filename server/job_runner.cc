@@ -296,6 +296,17 @@ absl::Status JobRunner::Watch(int64_t id, JobWatcher* watcher) {
 
 void JobRunner::Unwatch(int64_t id, JobWatcher* watcher) { events_.Unsubscribe(id, watcher); }
 
+void JobRunner::PublishAlarm(int64_t id, const pb::Alarm& alarm) {
+  absl::MutexLock lock(&mu_);
+  const auto it = active_.find(id);
+  if (it == active_.end() || events_.NumWatchers(id) == 0) return;
+  pb::JobEvent event;
+  event.set_kind(pb::JobEvent::KIND_ALARM);
+  ToProto(it->second->record, event.mutable_job());
+  *event.mutable_alarm() = alarm;
+  events_.Publish(id, event);
+}
+
 // ---- Leases ----------------------------------------------------------------------------
 
 int64_t JobRunner::NewLeaseTicket() {
@@ -585,6 +596,10 @@ absl::StatusOr<pb::CompleteWorkResponse> JobRunner::Complete(const pb::CompleteW
     finished.lease_local = false;
     finished.lease_holder.clear();
     stored = store_->FinishLease(job_id, lease_id, finished, *result, mode);
+    // Before the step's STEP_FINISHED, while the job is sure to be active for its watchers.
+    if (stored.ok() && stored->checkpoint.state == StepState::kDone && options_.step_stored) {
+      options_.step_stored(job_id, *result);
+    }
   }
   Deliveries deliveries;
   absl::Status status = stored.status();

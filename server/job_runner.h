@@ -69,6 +69,10 @@ class JobRunner {
     // resume, and its roots are sent with each unit (none: the worker refuses the unit).
     // Called at each of those, at a lease under the runner's lock. Unset: nothing is opened.
     std::function<FileGate(const std::string& ns)> namespace_files;
+    // Called with each step stored whole (not skipped), outside the runner's lock, before its
+    // STEP_FINISHED event and its worker's answer: the alarm rules (server/alarms/). May be
+    // unset.
+    std::function<void(int64_t job_id, const storage::StepResult& step)> step_stored;
   };
 
   // Who calls the worker service, from its Principal: a lease is bound to `identity` (only it
@@ -116,6 +120,9 @@ class JobRunner {
   absl::Status Watch(int64_t id, JobWatcher* watcher);
   // Stops events to `watcher`; after it returns the watcher is never called again.
   void Unwatch(int64_t id, JobWatcher* watcher);
+  // Tells job `id`'s watchers of `alarm` (a KIND_ALARM event); nothing when the job has ended
+  // or has no watcher.
+  void PublishAlarm(int64_t id, const ::anisoscope::v1::Alarm& alarm);
 
   // ---- Leases (WorkerService) ----
   // Answers `done` with the oldest pending checkpoint of caller.scope as a unit leased to

@@ -84,6 +84,27 @@ void ToProto(const storage::JobRecord& job, pb::Job* out) {
   out->set_steps_finished(finished);
 }
 
+void ToProto(const storage::AlarmRecord& alarm, pb::Alarm* out) {
+  out->set_id(alarm.id);
+  out->set_namespace_(alarm.ns);
+  out->set_run(alarm.run);
+  out->set_probe_id(alarm.probe_id);
+  out->set_rule(alarm.rule);
+  out->set_metric(alarm.metric);
+  out->set_layer(alarm.layer);
+  out->set_step(alarm.step);
+  out->set_value(alarm.value);
+  out->set_reference(alarm.reference);
+  out->set_state(alarm.resolved_step.has_value() ? pb::ALARM_STATE_RESOLVED
+                                                 : pb::ALARM_STATE_FIRING);
+  if (alarm.resolved_step.has_value()) out->set_resolved_step(*alarm.resolved_step);
+  out->set_fired_at(alarm.fired_at);
+  out->set_resolved_at(alarm.resolved_at);
+  out->set_severity(alarm.severity);
+  out->set_summary(alarm.summary);
+  out->set_revision(alarm.revision);
+}
+
 void ToProto(const storage::RunInfo& run, pb::Run* out) {
   out->set_name(run.name);
   out->set_model_family(run.model_family);

@@ -19,6 +19,7 @@ void ToProto(const storage::JobCheckpoint& checkpoint, pb::CheckpointStatus* out
 // Fills steps_total and steps_finished from the checkpoints.
 void ToProto(const storage::JobRecord& job, pb::Job* out);
 void ToProto(const storage::RunInfo& run, pb::Run* out);
+void ToProto(const storage::AlarmRecord& alarm, pb::Alarm* out);
 void ToProto(const storage::SeriesResult& result, const std::string& metric,
              pb::QuerySeriesResponse* out);
 void ToProto(const storage::VectorResult& result, pb::QueryVectorsResponse* out);

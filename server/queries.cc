@@ -98,6 +98,43 @@ absl::StatusOr<pb::ListRunsResponse> ListRuns(storage::MetricsStore& store, cons
   return response;
 }
 
+absl::StatusOr<pb::ListAlarmsResponse> ListAlarms(storage::MetricsStore& store,
+                                                  const std::string& ns,
+                                                  const pb::ListAlarmsRequest& request) {
+  if (!request.run().empty()) {
+    RETURN_IF_ERROR(ValidateRunName(request.run()));
+    RETURN_IF_ERROR(store.GetRun(ns, request.run()).status());  // NOT_FOUND naming the runs
+  }
+  if (request.since_revision() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("since_revision must be >= 0, not ", request.since_revision()));
+  }
+  if (request.limit() < 0 || request.limit() > kMaxAlarmsListed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit must be 0 to ", kMaxAlarmsListed, " (0: 1000), not ", request.limit()));
+  }
+  storage::AlarmQuery query;
+  query.ns = ns;
+  query.run = request.run();
+  query.since_revision = request.since_revision();
+  query.limit = request.limit();
+  switch (request.state()) {
+    case pb::ALARM_STATE_FIRING:
+      query.firing = true;
+      break;
+    case pb::ALARM_STATE_RESOLVED:
+      query.firing = false;
+      break;
+    default:
+      break;
+  }
+  ASSIGN_OR_RETURN(const storage::AlarmList list, store.ListAlarms(query));
+  pb::ListAlarmsResponse response;
+  for (const storage::AlarmRecord& alarm : list.alarms) ToProto(alarm, response.add_alarms());
+  response.set_more(list.more);
+  return response;
+}
+
 absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store,
                                                     const std::string& ns,
                                                     const pb::QuerySeriesRequest& request,

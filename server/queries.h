@@ -48,6 +48,15 @@ absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
     storage::MetricsStore& store, const std::string& ns, const pb::QueryTrajectoryRequest& request,
     const RequestLimits& limits);
 
+// Namespace `ns`'s alarms (only request.run's unless it is empty; NOT_FOUND for a run the
+// namespace does not have) changed after
+// since_revision, by revision; limit 0 means 1000, at most kMaxAlarmsListed; `more` when
+// others match.
+absl::StatusOr<pb::ListAlarmsResponse> ListAlarms(storage::MetricsStore& store,
+                                                  const std::string& ns,
+                                                  const pb::ListAlarmsRequest& request);
+inline constexpr int kMaxAlarmsListed = 10000;
+
 // Most recent first; limit 0 means 100; `run` keeps only that run's jobs.
 absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner, const std::string& ns,
                                               const pb::ListJobsRequest& request);

@@ -6,12 +6,28 @@
 #include <memory>
 #include <set>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_text.h"
 
 namespace anisoscope::server {
 
 namespace protobuf = ::google::protobuf;
+
+namespace {
+
+// "ALARM_STATE_" for enum AlarmState: the prefix its values' names share.
+std::string ShortEnumPrefix(const protobuf::EnumDescriptor& type) {
+  std::string prefix;
+  for (const char c : type.name()) {
+    if (absl::ascii_isupper(c) && !prefix.empty()) prefix.push_back('_');
+    prefix.push_back(absl::ascii_toupper(c));
+  }
+  return prefix + "_";
+}
+
+}  // namespace
 
 absl::Status MessageFromParams(const std::multimap<std::string, std::string>& params,
                                protobuf::Message* message) {
@@ -38,6 +54,16 @@ absl::Status MessageFromParams(const std::multimap<std::string, std::string>& pa
             absl::StrCat("parameter '", name, "' wants true or false, got '", value, "'"));
       }
       literal = value;
+    }
+    if (field->cpp_type() == protobuf::FieldDescriptor::CPPTYPE_ENUM) {
+      // A value's short name too: state=firing for ALARM_STATE_FIRING.
+      const protobuf::EnumDescriptor* type = field->enum_type();
+      for (int i = 0; i < type->value_count(); ++i) {
+        const std::string& full = type->value(i)->name();
+        if (absl::EqualsIgnoreCase(absl::StrCat(ShortEnumPrefix(*type), value), full)) {
+          literal = JsonQuote(full);
+        }
+      }
     }
     // One field at a time, so that a bad value names its parameter.
     const std::string one = absl::StrCat("{", JsonQuote(field->json_name()), ":", literal, "}");

@@ -15,6 +15,14 @@ grpc::ServerUnaryReactor* QueryServiceImpl::ListRuns(grpc::CallbackServerContext
       [&](const Principal& caller) { return queries::ListRuns(*store_, caller.ns, *request); });
 }
 
+grpc::ServerUnaryReactor* QueryServiceImpl::ListAlarms(grpc::CallbackServerContext* context,
+                                                       const pb::ListAlarmsRequest* request,
+                                                       pb::ListAlarmsResponse* response) {
+  return RespondAuthorized(
+      *access_, context, Action::kRead, response,
+      [&](const Principal& caller) { return queries::ListAlarms(*store_, caller.ns, *request); });
+}
+
 grpc::ServerUnaryReactor* QueryServiceImpl::QuerySeries(grpc::CallbackServerContext* context,
                                                         const pb::QuerySeriesRequest* request,
                                                         pb::QuerySeriesResponse* response) {

@@ -37,6 +37,9 @@ class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackSe
       grpc::CallbackServerContext* context,
       const ::anisoscope::v1::QueryCorrelationRequest* request,
       ::anisoscope::v1::QueryCorrelationResponse* response) override;
+  grpc::ServerUnaryReactor* ListAlarms(grpc::CallbackServerContext* context,
+                                       const ::anisoscope::v1::ListAlarmsRequest* request,
+                                       ::anisoscope::v1::ListAlarmsResponse* response) override;
   grpc::ServerUnaryReactor* QueryIsotropicBaseline(
       grpc::CallbackServerContext* context,
       const ::anisoscope::v1::QueryIsotropicBaselineRequest* request,

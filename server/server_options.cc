@@ -233,6 +233,20 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
   add("tls-client-ca", options.tls_client_ca,
       "PEM CA bundle: workers with a client certificate it signed need no token")
       ->check(NonEmpty("a file"));
+  add("alarm-rules", options.alarm_rules,
+      "TOML file of training-health alarm rules, checked each time a step is stored; a "
+      "malformed rule stops the server naming its line; a file without rules turns alarms off "
+      "(default: the built-in set, deploy/alarms/default_rules.toml; see docs/alarms.md)")
+      ->check(NonEmpty("a file"));
+  add("alarm-webhook", options.alarm_webhook,
+      "http:// or https:// URL each alarm fired or resolved is POSTed to as JSON, from a thread "
+      "of its own (never delaying a step), attempted up to 5 times with doubling backoff from "
+      "0.5 s (default: none)")
+      ->check(NonEmpty("a URL"));
+  add("alarm-metrics-runs", options.alarm_metrics_runs,
+      "runs whose firing alarms and summary gauges /metrics exports: those that stored a step "
+      "most recently since the server started (bounds the label sets)")
+      ->check(IntAtLeast(0));
   add("log-level", options.log_level, "trace, debug, info, warn or error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   app.footer(kFooter);

@@ -60,6 +60,13 @@ struct ServerOptions {
   // --tls-client-ca: PEM CA bundle; workers presenting a client certificate it signed are
   // authenticated as workers without a token.
   std::string tls_client_ca;
+  // --alarm-rules: TOML file of training-health alarm rules (docs/alarms.md); empty: the
+  // default set (deploy/alarms/default_rules.toml). A file without rules turns alarms off.
+  std::string alarm_rules;
+  // --alarm-webhook: http(s) URL each alarm fired or resolved is POSTed to; empty: none.
+  std::string alarm_webhook;
+  // --alarm-metrics-runs: runs whose alarm and summary gauges /metrics exports.
+  int alarm_metrics_runs = 32;
   // --log-level: trace, debug, info, warn, error.
   std::string log_level = "info";
   // --help: print the usage text and exit 0.

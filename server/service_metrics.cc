@@ -10,24 +10,12 @@
 namespace anisoscope::server {
 namespace {
 
-// Prometheus spells the non-finite values NaN, +Inf and -Inf.
-std::string Number(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  return ShortestDouble(value);
-}
-
 std::string LabelText(const Histogram::Labels& labels) {
   std::string text;
   for (const auto& [name, value] : labels) {
     absl::StrAppend(&text, text.empty() ? "{" : ",", name, "=\"", EscapeLabelValue(value), "\"");
   }
   return text.empty() ? text : text + "}";
-}
-
-void AppendHeader(const std::string& name, const std::string& type, const std::string& help,
-                  std::string* out) {
-  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
 }
 
 void AppendGauge(const std::string& name, const std::string& help, int64_t value,
@@ -55,6 +43,17 @@ std::string FamilyLabel(const std::string& family) {
 }
 
 }  // namespace
+
+std::string PrometheusNumber(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  return ShortestDouble(value);
+}
+
+void AppendHeader(const std::string& name, const std::string& type, const std::string& help,
+                  std::string* out) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
 
 std::string EscapeLabelValue(const std::string& text) {
   std::string escaped;
@@ -94,14 +93,14 @@ void Histogram::AppendExposition(const std::string& name, const std::string& hel
       Labels with_bound = labels;
       if (i < upper_bounds_.size()) {
         cumulative += series.counts[i];
-        with_bound.emplace_back("le", Number(upper_bounds_[i]));
+        with_bound.emplace_back("le", PrometheusNumber(upper_bounds_[i]));
       } else {
         cumulative = series.count;
         with_bound.emplace_back("le", "+Inf");
       }
       absl::StrAppend(out, name, "_bucket", LabelText(with_bound), " ", cumulative, "\n");
     }
-    absl::StrAppend(out, name, "_sum", LabelText(labels), " ", Number(series.sum), "\n");
+    absl::StrAppend(out, name, "_sum", LabelText(labels), " ", PrometheusNumber(series.sum), "\n");
     absl::StrAppend(out, name, "_count", LabelText(labels), " ", series.count, "\n");
   }
 }

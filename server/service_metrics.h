@@ -78,5 +78,10 @@ class ServiceMetrics {
 
 // The Prometheus label value of `text` (backslash, double quote and newline escaped).
 std::string EscapeLabelValue(const std::string& text);
+// A sample value as Prometheus spells it (NaN, +Inf and -Inf for the non-finite ones).
+std::string PrometheusNumber(double value);
+// The "# HELP" and "# TYPE" lines of metric `name` of `type` ("gauge", "counter", ...).
+void AppendHeader(const std::string& name, const std::string& type, const std::string& help,
+                  std::string* out);
 
 }  // namespace anisoscope::server

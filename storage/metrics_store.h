@@ -103,6 +103,24 @@ class MetricsStore {
                                                     const JobCheckpoint& checkpoint,
                                                     const StepResult& result, StoreMode mode) = 0;
 
+  // ---- Alarms (storage/alarm_table.h) ----
+  // The firing alarms of (ns, run, probe_id); none for an unknown run.
+  virtual absl::StatusOr<std::vector<AlarmRecord>> FiringAlarms(const std::string& ns,
+                                                                const std::string& run,
+                                                                const std::string& probe_id) = 0;
+  // Inserts `fired` and resolves `resolved` (by id, at their resolved_step) in one
+  // transaction; returns the changed alarms as stored, by revision.
+  virtual absl::StatusOr<std::vector<AlarmRecord>> RecordAlarms(
+      const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolved) = 0;
+  // Namespace query.ns's alarms (only query.run's unless it is empty; an unknown run has
+  // none) changed after query.since_revision, by revision, at most query.limit (<= 0: 1000).
+  virtual absl::StatusOr<AlarmList> ListAlarms(const AlarmQuery& query) = 0;
+  // `metric` at the last `steps` stored steps of (ns, run, probe_id) before `before_step`,
+  // most recent first.
+  virtual absl::StatusOr<std::vector<StepScalars>> ScalarsBefore(
+      const std::string& ns, const std::string& run, const std::string& probe_id,
+      const std::string& metric, int64_t before_step, int steps) = 0;
+
   // ---- Access (storage/access_tables.h) ----
   virtual absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& token) = 0;
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(bool active_only) = 0;

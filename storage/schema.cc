@@ -200,6 +200,28 @@ CREATE INDEX steps_by_fingerprint ON steps (run_id, fingerprint) WHERE fingerpri
 ALTER TABLE checkpoints ADD COLUMN lease_holder TEXT NOT NULL DEFAULT '';
 UPDATE tokens SET namespace = '*' WHERE role = 'worker';
 )sql",
+      // 7: training-health alarms (server/alarms/): one row per firing of a rule for a run's
+      // layer (-1: over all), resolved in place; `revision` orders every change for pollers.
+      R"sql(
+CREATE TABLE alarms (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  probe_id TEXT NOT NULL,
+  rule TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  layer INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  value REAL,
+  reference REAL,
+  severity TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  fired_at TEXT NOT NULL,
+  resolved_step INTEGER,
+  resolved_at TEXT NOT NULL DEFAULT '',
+  revision INTEGER NOT NULL UNIQUE
+);
+CREATE INDEX alarms_firing ON alarms (run_id, probe_id) WHERE resolved_step IS NULL;
+)sql",
   };
   return *migrations;
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "storage/access_tables.h"
+#include "storage/alarm_table.h"
 #include "storage/backup.h"
 #include "storage/job_table.h"
 #include "storage/result_tables.h"
@@ -210,6 +211,30 @@ absl::Status SqliteMetricsStore::AppendAudit(const AuditEntry& entry) {
 absl::StatusOr<std::vector<AuditEntry>> SqliteMetricsStore::ListAudit(int limit) {
   absl::MutexLock lock(&mu_);
   return ListAuditInDb(db_.get(), limit);
+}
+
+absl::StatusOr<std::vector<AlarmRecord>> SqliteMetricsStore::FiringAlarms(
+    const std::string& ns, const std::string& run, const std::string& probe_id) {
+  absl::MutexLock lock(&mu_);
+  return FiringAlarmsInDb(db_.get(), ns, run, probe_id);
+}
+
+absl::StatusOr<std::vector<AlarmRecord>> SqliteMetricsStore::RecordAlarms(
+    const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolved) {
+  absl::MutexLock lock(&mu_);
+  return RecordAlarmsInDb(db_.get(), fired, resolved);
+}
+
+absl::StatusOr<AlarmList> SqliteMetricsStore::ListAlarms(const AlarmQuery& query) {
+  absl::MutexLock lock(&mu_);
+  return ListAlarmsInDb(db_.get(), query);
+}
+
+absl::StatusOr<std::vector<StepScalars>> SqliteMetricsStore::ScalarsBefore(
+    const std::string& ns, const std::string& run, const std::string& probe_id,
+    const std::string& metric, int64_t before_step, int steps) {
+  absl::MutexLock lock(&mu_);
+  return ScalarsBeforeInDb(db_.get(), ns, run, probe_id, metric, before_step, steps);
 }
 
 }  // namespace anisoscope::storage

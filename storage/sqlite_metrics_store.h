@@ -61,6 +61,17 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoots() override;
   absl::Status AppendAudit(const AuditEntry& entry) override;
   absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) override;
+  absl::StatusOr<std::vector<AlarmRecord>> FiringAlarms(const std::string& ns,
+                                                        const std::string& run,
+                                                        const std::string& probe_id) override;
+  absl::StatusOr<std::vector<AlarmRecord>> RecordAlarms(
+      const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolved) override;
+  absl::StatusOr<AlarmList> ListAlarms(const AlarmQuery& query) override;
+  absl::StatusOr<std::vector<StepScalars>> ScalarsBefore(const std::string& ns,
+                                                         const std::string& run,
+                                                         const std::string& probe_id,
+                                                         const std::string& metric,
+                                                         int64_t before_step, int steps) override;
 
  private:
   SqliteMetricsStore(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> version_db)

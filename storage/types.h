@@ -257,4 +257,46 @@ struct AuditEntry {
   std::string detail;
 };
 
+// ---- Alarms (storage/alarm_table.h) ------------------------------------------------------
+
+// An alarm rule's firing for one (run, probe, rule, layer): fired at `step`, resolved at a later
+// stored step where the rule no longer held.
+struct AlarmRecord {
+  int64_t id = 0;
+  std::string ns;
+  std::string run;
+  std::string probe_id;
+  std::string rule;
+  std::string metric;
+  int layer = -1;  // -1: the rule aggregates over every layer
+  int64_t step = 0;
+  double value = 0;
+  double reference = 0;  // the threshold, or the earlier value compared with
+  std::string severity;
+  std::string summary;
+  std::string fired_at;                  // ISO 8601 UTC; set by the store
+  std::optional<int64_t> resolved_step;  // nullopt while firing
+  std::string resolved_at;
+  int64_t revision = 0;  // set by the store: grows with every alarm fired or resolved
+};
+
+struct AlarmQuery {
+  std::string ns;
+  std::string run;             // empty: every run of `ns`
+  std::optional<bool> firing;  // nullopt: firing and resolved
+  int64_t since_revision = 0;  // only alarms fired or resolved after it
+  int limit = 1000;
+};
+
+struct AlarmList {
+  std::vector<AlarmRecord> alarms;  // by revision
+  bool more = false;                // more matched than the limit
+};
+
+// A stored step's values of one metric (layer, head, value), for the alarm rules' history.
+struct StepScalars {
+  int64_t step = 0;
+  std::vector<ScalarValue> values;
+};
+
 }  // namespace anisoscope::storage

@@ -9,7 +9,7 @@ from anisoscope._wire import pb, pb_grpc
 from anisoscope.errors import Error, JobFailedError
 from anisoscope.jobs import submit_request
 from anisoscope.progress import progress_display
-from anisoscope.records import Job, Run
+from anisoscope.records import Job, Run, enum_word
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 
@@ -23,6 +23,13 @@ def _setting(value, variable):
 
 def _job_id(job):
     return job.id if isinstance(job, Job) else operator.index(job)
+
+
+ALARM_STATES = {"firing": pb.ALARM_STATE_FIRING, "resolved": pb.ALARM_STATE_RESOLVED}
+
+
+def _alarm_state_word(state):
+    return enum_word(pb.AlarmState, state, "ALARM_STATE_")
 
 
 def _set_step_range(request, steps, from_step, to_step):
@@ -215,6 +222,37 @@ class Client:
         in R^dimension: the line above which a mean cosine is anisotropy."""
         request = pb.QueryIsotropicBaselineRequest(dimension=dimension)
         return self._call(self._queries.QueryIsotropicBaseline, request).cosine_p95
+
+    def alarms(self, run=None, *, state=None, since_revision=None, limit=None):
+        """The training-health alarms the server's rules (--alarm-rules) fired, as a
+        DataFrame with one row per alarm, ordered by revision (oldest change first).
+
+        Columns: id, namespace, run, probe_id, rule, metric, layer (-1: the rule is over
+        every layer), step (where it fired), value (the rule's aggregate there), reference
+        (the threshold, or the earlier value compared with), state ("firing" or
+        "resolved"), resolved_step (Int64, <NA> while firing), fired_at, resolved_at (UTC
+        timestamps, NaT while firing), severity, summary, revision.
+
+        run: only this run's alarms (None: every run of the namespace); a run the caller
+            cannot see: Error NOT_FOUND, as for series().
+        state: "firing" or "resolved" (None: both).
+        since_revision: only alarms fired or resolved after this revision (polling: pass
+            the largest revision seen).
+        limit: at most this many alarms (None: the server's 1000; at most 10000).
+        frame.attrs["more"] is True when more alarms matched than the limit.
+        """
+        if state is not None and state not in ALARM_STATES:
+            raise ValueError(f"state: expected 'firing' or 'resolved', got {state!r}")
+        request = pb.ListAlarmsRequest(run=run or "",
+                                       state=ALARM_STATES.get(state, pb.ALARM_STATE_UNSPECIFIED))
+        if since_revision is not None:
+            request.since_revision = operator.index(since_revision)
+        if limit is not None:
+            request.limit = operator.index(limit)
+        response = self._call(self._queries.ListAlarms, request)
+        frame = frames.alarms_frame(response.alarms, _alarm_state_word)
+        frame.attrs.update(more=response.more)
+        return frame
 
     # ---- Jobs ------------------------------------------------------------------------
 

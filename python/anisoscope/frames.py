@@ -17,6 +17,9 @@ TRAJECTORY_COLUMNS = ["step", "q_x", "q_y", "k_x", "k_y"]
 TOKEN_CLOUD_COLUMNS = ["step", "token", "q_x", "q_y", "k_x", "k_y"]
 CORRELATION_COLUMNS = ["step", "hidden_states", "spearman_rho", "spearman_p", "pearson_r",
                        "pearson_p"]
+ALARM_COLUMNS = ["id", "namespace", "run", "probe_id", "rule", "metric", "layer", "step", "value",
+                 "reference", "state", "resolved_step", "fired_at", "resolved_at", "severity",
+                 "summary", "revision"]
 
 
 class Vectors(NamedTuple):
@@ -86,6 +89,39 @@ def correlation_frame(points):
         **{name: np.array([getattr(p, name) for p in points], dtype=np.float64)
            for name in CORRELATION_COLUMNS[2:]},
     }, columns=CORRELATION_COLUMNS)
+
+
+def alarms_frame(alarms, state_word):
+    """Columns ALARM_COLUMNS of repeated Alarm `alarms`, one row per alarm.
+
+    layer stays -1 for a rule over every layer (as on the wire, so that the column stays
+    int64); state is state_word(alarm.state) ("firing", "resolved"); resolved_step is a
+    nullable Int64, <NA> while firing; fired_at and resolved_at are UTC timestamps, NaT while
+    firing.
+    """
+    def ints(name):
+        return np.array([getattr(a, name) for a in alarms], dtype=np.int64)
+
+    def texts(name):
+        return [getattr(a, name) for a in alarms]
+
+    def times(name):
+        return pd.to_datetime(pd.Series([getattr(a, name) or None for a in alarms],
+                                        dtype=object), utc=True)
+
+    return pd.DataFrame({
+        "id": ints("id"), "namespace": texts("namespace"), "run": texts("run"),
+        "probe_id": texts("probe_id"), "rule": texts("rule"), "metric": texts("metric"),
+        "layer": ints("layer"), "step": ints("step"),
+        "value": np.array([a.value for a in alarms], dtype=np.float64),
+        "reference": np.array([a.reference for a in alarms], dtype=np.float64),
+        "state": [state_word(a.state) for a in alarms],
+        "resolved_step": pd.array([a.resolved_step if a.HasField("resolved_step") else None
+                                   for a in alarms], dtype="Int64"),
+        "fired_at": times("fired_at"), "resolved_at": times("resolved_at"),
+        "severity": texts("severity"), "summary": texts("summary"),
+        "revision": ints("revision"),
+    }, columns=ALARM_COLUMNS)
 
 
 def wide(series):

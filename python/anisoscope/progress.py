@@ -1,5 +1,7 @@
 """What Client.wait shows while a job runs: a tqdm bar, or one line per finished
-checkpoint on stderr when tqdm is not installed, or nothing."""
+checkpoint on stderr when tqdm is not installed, or nothing. Alarms a step fires or
+resolves are written as lines either way (as the CLI prints them); event kinds this
+version does not know are ignored."""
 import sys
 
 from anisoscope._wire import pb
@@ -31,6 +33,15 @@ def describe(checkpoint):
     if checkpoint.state == pb.STEP_STATE_FAILED:
         return f"FAILED: {checkpoint.error or '(no message)'}"
     return "cancelled"
+
+
+def describe_alarm(alarm):
+    """An alarm event's line, as the CLI's progress prints it."""
+    layer = f" layer {alarm.layer}" if alarm.layer >= 0 else ""
+    if alarm.state == pb.ALARM_STATE_RESOLVED:
+        return f"alarm {alarm.id} resolved at step {alarm.resolved_step}: {alarm.rule}{layer}"
+    return (f"ALARM ({alarm.severity}) at step {alarm.step}: {alarm.rule}{layer}: "
+            f"{alarm.summary} [alarm {alarm.id}]")
 
 
 class Display:
@@ -68,6 +79,8 @@ class Lines(Display):
         self._stream = stream
 
     def show(self, event):
+        if event.kind == pb.JobEvent.KIND_ALARM:
+            print(describe_alarm(event.alarm), file=self._stream, flush=True)
         total = event.job.steps_total or len(event.job.checkpoints)
         for checkpoint in self.newly_finished(event.job):
             print(f"[{len(self._reported)}/{total}] step {checkpoint.step} "
@@ -86,6 +99,10 @@ class Bar(Display):
         if self._bar is not None:
             self._bar.close()
 
+    def write(self, line):
+        """`line` above the bar, on the bar's stream (tqdm.write's default is stdout)."""
+        self._bar.write(line, file=self._bar.fp)
+
     def show(self, event):
         job = event.job
         if self._bar is None:
@@ -93,7 +110,9 @@ class Bar(Display):
                                    desc=f"job {job.id} {job.run}", unit="step")
         for checkpoint in self.newly_finished(job):
             if checkpoint.state == pb.STEP_STATE_FAILED:
-                self._bar.write(f"step {checkpoint.step} {describe(checkpoint)}")
+                self.write(f"step {checkpoint.step} {describe(checkpoint)}")
+        if event.kind == pb.JobEvent.KIND_ALARM:
+            self.write(describe_alarm(event.alarm))
         if event.kind in (pb.JobEvent.KIND_STEP_STARTED, pb.JobEvent.KIND_STEP_PROGRESS):
             batches = (f" batch {event.batches_done}/{event.batches_total}"
                        if event.batches_total else "")

@@ -152,7 +152,8 @@ class ObservabilityTest(unittest.TestCase):
         service = pool.FindServiceByName("anisoscope.v1.QueryService")
         self.assertEqual({m.name for m in service.methods},
                          {"ListRuns", "QuerySeries", "QueryVectors", "QueryTrajectory",
-                          "QueryTokenCloud", "QueryCorrelation", "QueryIsotropicBaseline"})
+                          "QueryTokenCloud", "QueryCorrelation", "QueryIsotropicBaseline",
+                          "ListAlarms"})
         method = service.FindMethodByName("ListRuns")
         request_class = message_factory.MessageFactory(pool).GetPrototype(method.input_type)
         response_class = message_factory.MessageFactory(pool).GetPrototype(method.output_type)

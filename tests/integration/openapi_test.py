@@ -334,11 +334,22 @@ class OpenApiDocumentTest(unittest.TestCase):
                               if p["name"] != "namespace"}
                 # Repeated and message fields cannot be given in a query string.
                 settable = {name for name, (label, kind) in fields.items()
-                            if label != "repeated" and kind in SCALAR_TYPES}
+                            if label != "repeated" and (kind in SCALAR_TYPES
+                                                        or kind in self.enums)}
                 self.assertEqual(set(documented), settable,
                                  f"{path}: documented parameters vs {message}'s scalar fields")
                 for name, param in documented.items():
                     label, kind = fields[name]
+                    if kind in self.enums:
+                        # An enum by its value names, or their short forms (state=firing
+                        # for ALARM_STATE_FIRING; server/query_params.cc).
+                        self.assertEqual(schema_tag(self.validator, param["schema"]),
+                                         ("string", None), f"{path} {name}")
+                        prefix = re.sub(r"(?<!^)([A-Z])", r"_\1", kind).upper() + "_"
+                        for value in param["schema"]["enum"]:
+                            self.assertIn(prefix + value.upper().removeprefix(prefix),
+                                          self.enums[kind], f"{path} {name}={value}")
+                        continue
                     self.assertEqual(schema_tag(self.validator, param["schema"]),
                                      PROTO_PARAM_TAGS[kind], f"{path} {name}")
                     if label == "optional":  # absence means something no value says

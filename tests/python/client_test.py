@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The Python client (python/) against a real server over loopback, on the bert_run
 fixture: submit and wait, runs, series, vectors and trajectory equal to what the CLI prints
-for the same queries, errors naming the gRPC status, tokens, namespaces and TLS, the
+for the same queries, alarms (the servers run rules of their own: one that always fires, one
+that fires and resolves), errors naming the gRPC status, tokens, namespaces and TLS, the
 README's three lines and the Figure 13 example.
 
 Run by /usr/bin/python3, it first installs the package as a user would: a venv with
@@ -30,6 +31,18 @@ FIXTURE = os.path.join(FIXTURES, "bert_run")
 PROBE = os.path.join(FIXTURE, "probe.jsonl")
 STEPS = [0, 100, 250, 400]
 LAYERS, HEADS, HEAD_DIM = 3, 4, 16
+# docs/alarms.md's rule that fires on any run: the minimum entropy of a layer's heads is
+# always below 1000 nats, so each layer fires at the first stored step and never resolves.
+ALWAYS_RULE = """[[rule]]
+name = "always"
+metric = "attn_entropy"
+over = "heads"
+aggregate = "min"
+below = 1000.0
+"""
+ALARM_COLUMNS = ["id", "namespace", "run", "probe_id", "rule", "metric", "layer", "step",
+                 "value", "reference", "state", "resolved_step", "fired_at", "resolved_at",
+                 "severity", "summary", "revision"]
 VENV_VARIABLE = "ANISOSCOPE_TEST_VENV"  # set in the venv run: the venv's directory
 SKIPPED = 77
 
@@ -94,7 +107,11 @@ def setUpModule():
     if not os.path.exists(PROBE):
         raise AssertionError(f"fixture bert_run missing at {FIXTURE}")
     WORK = tempfile.mkdtemp(prefix="anisoscope_python_")
-    SERVER = server_process.ServerProcess(os.path.join(WORK, "metrics.db"), [FIXTURE, WORK])
+    rules = os.path.join(WORK, "always.toml")
+    with open(rules, "w") as f:
+        f.write(ALWAYS_RULE)
+    SERVER = server_process.ServerProcess(os.path.join(WORK, "metrics.db"), [FIXTURE, WORK],
+                                          ["--alarm-rules", rules])
     SERVER.start()
     CLIENT = anisoscope.Client(SERVER.address)
     JOB = CLIENT.wait(CLIENT.submit("seed0", checkpoints_dir=os.path.join(FIXTURE, "safetensors"),
@@ -384,6 +401,136 @@ class JobTest(unittest.TestCase):
         self.assertEqual(CLIENT.series("explicit", "q_mean_norm").step.unique().tolist(), [400])
 
 
+def min_entropy(series):
+    """{step: min attn_entropy} over the (layer, head)s of a series frame."""
+    return series.groupby("step")["value"].min().to_dict()
+
+
+def flip_rule(values):
+    """A rule over every layer whose threshold lies between the minimum entropies of two
+    adjacent stored steps, so that it holds at the first and not at the second: (its TOML,
+    the condition in Python)."""
+    for before, after in zip(STEPS, STEPS[1:]):
+        a, b = values[before], values[after]
+        if a != b:
+            threshold = (a + b) / 2
+            side = "above" if a > b else "below"
+            holds = (lambda v: v > threshold) if a > b else (lambda v: v < threshold)
+            return (f'[[rule]]\nname = "flip"\nmetric = "attn_entropy"\nover = "layers"\n'
+                    f'aggregate = "min"\n{side} = {threshold!r}\nseverity = "critical"\n'), holds
+    raise AssertionError(f"the minimum entropy is the same at every step: {values}")
+
+
+class AlarmTest(unittest.TestCase):
+    """Client.alarms on the main server (the always-firing rule) and on a second server over
+    a fresh database whose rule, made from the stored values, fires and then resolves."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.entropy = CLIENT.series("seed0", "attn_entropy")
+        cls.values = min_entropy(cls.entropy)
+        rule, holds = flip_rule(cls.values)
+        cls.holds = staticmethod(holds)
+        work = os.path.join(WORK, "alarms")
+        os.makedirs(work)
+        rules = os.path.join(work, "flip.toml")
+        with open(rules, "w") as f:
+            f.write(ALWAYS_RULE + "\n" + rule)
+        cls.server = server_process.ServerProcess(os.path.join(work, "alarms.db"),
+                                                  [FIXTURE, work], ["--alarm-rules", rules])
+        cls.server.start()
+        cls.client = anisoscope.Client(cls.server.address)
+        cls.shown = io.StringIO()
+        with contextlib.redirect_stderr(cls.shown):
+            cls.job = cls.client.wait(cls.client.submit(
+                "seed0", checkpoints_dir=os.path.join(FIXTURE, "safetensors"),
+                probe_tokens=PROBE), progress=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+
+    def test_the_always_rule_fires_once_per_layer_at_the_first_step(self):
+        frame = CLIENT.alarms("seed0")
+        self.assertEqual(list(frame.columns), ALARM_COLUMNS)
+        self.assertEqual([str(t) for t in frame.dtypes], [
+            "int64", "object", "object", "object", "object", "object", "int64", "int64",
+            "float64", "float64", "object", "Int64", "datetime64[ns, UTC]",
+            "datetime64[ns, UTC]", "object", "object", "int64"])
+        self.assertEqual(sorted(frame["layer"]), list(range(LAYERS)))
+        at_first = self.entropy[self.entropy.step == STEPS[0]]
+        for row in frame.itertuples(index=False):
+            with self.subTest(layer=row.layer):
+                self.assertEqual((row.namespace, row.run, row.probe_id, row.rule, row.metric,
+                                  row.step, row.reference, row.state, row.severity),
+                                 ("default", "seed0", JOB.checkpoints[0].probe_id, "always",
+                                  "attn_entropy", STEPS[0], 1000.0, "firing", "warning"))
+                self.assertEqual(row.value, at_first[at_first.layer == row.layer]["value"].min())
+                self.assertIs(row.resolved_step, pd.NA)
+                self.assertIs(row.resolved_at, pd.NaT)
+                self.assertIsInstance(row.fired_at, pd.Timestamp)
+                self.assertIn(f"layer {row.layer}", row.summary)
+        self.assertEqual(list(frame["revision"]), sorted(frame["revision"]))
+        self.assertEqual(frame.attrs, {"more": False})
+
+    def test_alarms_equal_the_cli_json(self):
+        frame = CLIENT.alarms()
+        cli = json.loads(SERVER.cli("alarms", "--format", "json", check=True).stdout)
+        self.assertEqual([(int(a["id"]), a["run"], a["rule"], a["layer"], int(a["step"]),
+                           a["value"], a["state"].removeprefix("ALARM_STATE_").lower())
+                          for a in cli],
+                         list(frame[["id", "run", "rule", "layer", "step", "value", "state"]]
+                              .itertuples(index=False, name=None)))
+
+    def test_a_rule_that_stops_holding_resolves_and_state_filters(self):
+        expected, firing = [], None  # (step, resolved_step) as the server should decide them
+        for step in STEPS:
+            if self.holds(self.values[step]) and firing is None:
+                firing = [step, None]
+                expected.append(firing)
+            elif not self.holds(self.values[step]) and firing is not None:
+                firing[1], firing = step, None
+        flips = self.client.alarms("seed0").query("rule == 'flip'")
+        self.assertEqual([(row.step, None if row.resolved_step is pd.NA else row.resolved_step)
+                          for row in flips.itertuples()], [tuple(e) for e in expected])
+        self.assertEqual(set(flips["layer"]), {-1})
+        self.assertEqual(set(flips["severity"]), {"critical"})
+        self.assertEqual(list(flips["value"]), [self.values[step] for step, _ in expected])
+        resolved = self.client.alarms(state="resolved")
+        self.assertGreaterEqual(len(resolved), 1)
+        self.assertEqual(set(resolved["state"]), {"resolved"})
+        self.assertEqual(set(resolved["rule"]), {"flip"})
+        self.assertTrue(resolved["resolved_at"].notna().all())
+        self.assertTrue((resolved["resolved_step"] > resolved["step"]).all())
+        firing = self.client.alarms("seed0", state="firing")
+        self.assertEqual(set(firing["state"]), {"firing"})
+        self.assertEqual(len(firing) + len(resolved), len(self.client.alarms("seed0")))
+        with self.assertRaisesRegex(ValueError, "state: expected 'firing' or 'resolved'"):
+            self.client.alarms(state="open")
+
+    def test_since_revision_and_limit_page_through_the_alarms(self):
+        every = self.client.alarms()
+        first = self.client.alarms(limit=1)
+        self.assertEqual((len(first), first.attrs["more"]), (1, True))
+        rest = self.client.alarms(since_revision=first["revision"].item())
+        pd.testing.assert_frame_equal(pd.concat([first, rest], ignore_index=True), every)
+        self.assertTrue(self.client.alarms(since_revision=every["revision"].max()).empty)
+        for arguments, code in ((dict(limit=-1), grpc.StatusCode.INVALID_ARGUMENT),
+                                (dict(run="nope"), grpc.StatusCode.NOT_FOUND)):
+            with self.subTest(**arguments), self.assertRaises(anisoscope.Error) as caught:
+                self.client.alarms(**arguments)
+            self.assertEqual(caught.exception.code, code, caught.exception)
+
+    def test_wait_writes_the_alarms_the_job_fired(self):
+        shown = self.shown.getvalue()
+        for layer in range(LAYERS):
+            self.assertRegex(shown, rf"ALARM \(warning\) at step {STEPS[0]}: always layer {layer}: ")
+        self.assertRegex(shown, rf"ALARM \(critical\) at step \d+: flip: ")
+        self.assertRegex(shown, r"alarm \d+ resolved at step \d+: flip")
+        self.assertRegex(shown, rf"job {self.job.id} seed0: 100%")
+
+
 def openssl(*args, cwd):
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
@@ -453,6 +600,15 @@ class AccessTest(unittest.TestCase):
             self.assert_code(grpc.StatusCode.NOT_FOUND, client.series, "seed0", "qk_mean_cosine")
         with self.client(self.tokens["alice"], namespace="default") as client:
             self.assert_code(grpc.StatusCode.PERMISSION_DENIED, client.runs)
+
+    def test_alarms_are_seen_only_in_their_namespace(self):
+        with self.client(self.tokens["dash"]) as client:
+            pd.testing.assert_frame_equal(client.alarms("seed0"), CLIENT.alarms("seed0"))
+        with self.client(self.tokens["alice"]) as client:
+            self.assertTrue(client.alarms().empty)
+            self.assert_code(grpc.StatusCode.NOT_FOUND, client.alarms, "seed0")
+        with self.client(self.tokens["root"], namespace="nlp") as client:
+            self.assertTrue(client.alarms().empty)
 
     def test_an_admin_names_the_namespace(self):
         with self.client(self.tokens["root"], namespace="nlp") as client:

@@ -116,6 +116,8 @@ class AccessTest : public ServerFixture {
     pb::QuerySeriesRequest series;
     series.set_run("r");
     series.set_metric("qk_mean_cosine");
+    pb::ListAlarmsRequest alarms;
+    alarms.set_run("r");
     pb::QueryVectorsRequest vectors;
     vectors.set_run("r");
     vectors.set_kind("q_mean");
@@ -179,6 +181,12 @@ class AccessTest : public ServerFixture {
             for (const pb::Run& run : response.runs())
               listed_namespaces_.push_back(run.namespace_());
             return status;
+          }}},
+        {"anisoscope.v1.QueryService.ListAlarms",
+         {Action::kRead, true,
+          [this, alarms](grpc::ClientContext* c) {
+            pb::ListAlarmsResponse response;
+            return queries_->ListAlarms(c, alarms, &response);
           }}},
         {"anisoscope.v1.QueryService.QuerySeries",
          {Action::kRead, true,

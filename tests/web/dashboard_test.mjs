@@ -3,7 +3,8 @@
 // for the runs-side-by-side view), loads the page in Debian's chromium (playwright-core)
 // and checks every view from the page's read-only state (window.__anisoscope) against the
 // HTTP API (series, vectors, token clouds, correlations, isotropic baselines), a tooltip,
-// the CSV download and the controls of the new views; then stores step 400 and checks
+// the CSV download, the controls of the new views and the alarm markers (the server's one
+// rule always fires: one alarm per layer at the first step); then stores step 400 and checks
 // that polling picks it up without a reload. Screenshots of every view go to
 // $ANISOSCOPE_SCREENSHOTS. The server runs with tokens (--auth tokens): the CLI uses a
 // writer's, and the page asks for a reader's once (a prompt) and keeps it across polls.
@@ -72,6 +73,10 @@ function makeToken(name, role) {
     ['tokens', 'create', '--db', DB, '--name', name, '--role', role], { stdio: ['ignore', 'pipe', 'ignore'] })
     .toString().trim();
 }
+// docs/alarms.md's rule that fires on any run: each layer at its first stored step.
+const RULES = path.join(temp, 'always.toml');
+fs.writeFileSync(RULES, '[[rule]]\nname = "always"\nmetric = "attn_entropy"\nover = "heads"\n' +
+  'aggregate = "min"\nbelow = 1000.0\n');
 const WRITER = makeToken('browser-test-cli', 'writer');
 const READER = makeToken('browser-test-page', 'reader');
 
@@ -80,6 +85,7 @@ function startServer() {
   server = spawn(path.join(BIN, 'anisoscope-server'), [
     '--db', DB, '--allow-root', fixture, '--listen', '127.0.0.1:0', '--auth', 'tokens',
     '--http-listen', '127.0.0.1:0', '--workers', '1', '--threads', '2', '--log-level', 'warn',
+    '--alarm-rules', RULES,
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
@@ -316,6 +322,27 @@ async function checkNewViews(url, s, steps, lastStep) {
   `runs view mean ${JSON.stringify(s.runs.mean)}, want the mean of the two runs at steps 0 and 250`);
 }
 
+// The run's alarms (the API's) as markers at the step where each fired: in its layer's panel of
+// the per-head entropy grid, once per step and rule on the layer means, on no other metric.
+async function checkAlarmMarkers(page, url) {
+  const alarms = (await apiGet(url, 'alarms', { run: RUN })).alarms;
+  check(alarms.length === LAYERS && alarms.every((a) => a.rule === 'always' && a.metric === 'attn_entropy' &&
+    a.state === 'ALARM_STATE_FIRING' && a.step === '0'),
+  `API alarms: ${JSON.stringify(alarms)}, want rule always firing at step 0 in each of ${LAYERS} layers`);
+  const key = (m) => `${m.panel}@${m.step}:${m.rule}`;
+  const want = alarms.map((a) => key({ panel: a.layer, step: a.step, rule: a.rule })).sort().join();
+  const grid = await waitForView(page, 'entropyHeads', (v) => v.alarms.map(key).sort().join() === want,
+    `the per-head entropy grid does not mark the API's alarms ${want}`);
+  const means = (await summary(page)).entropy.alarms;
+  check(means.length === 1 && key(means[0]) === '0@0:always',
+    `the layer-mean entropy chart marks ${JSON.stringify(means)}, want one marker at step 0 (rule always)`);
+  const s = await summary(page);
+  for (const view of ['cosine', 'dot', 'hidden', 'attention']) {
+    check(!s[view].alarms.length, `the ${view} view marks an alarm on another metric: ${JSON.stringify(s[view].alarms)}`);
+  }
+  return grid.alarms.length;
+}
+
 // The controls of the new views, each put back afterwards.
 async function checkNewControls(page, url) {
   const q = await apiGet(url, 'token_cloud', { run: RUN, layer: 0, head: 0, basis: 'q' });
@@ -388,6 +415,7 @@ async function main() {
   check(await slideHeatmap(page, 0) === '0', 'the heatmap slider at its start does not show step 0');
   check(await slideHeatmap(page, 2) === '250', 'the heatmap slider at its end does not show step 250');
   log('tooltip shows the exact value; CSV matches the API; PNG downloads; the step slider works');
+  log(`${await checkAlarmMarkers(page, url)} alarm markers drawn where the API's alarms fired`);
   await checkNewViews(url, s, 3, '250');
   await checkNewControls(page, url);
   log('token clouds, spectra, sharpness/sinks, correlations, concatenated cosine, runs side by side and ' +
@@ -400,6 +428,7 @@ async function main() {
   s = await waitForSteps(page, 4);
   checkSummary(s, 4, '400');
   await checkNewViews(url, s, 4, '400');
+  await checkAlarmMarkers(page, url);
   check(await page.evaluate(() => window.__notReloaded === true), 'the page reloaded to show step 400');
   await page.locator('[data-testid="job-idle"]').filter({ hasText: '1/1 steps' })
     .waitFor({ timeout: 5000 }).catch(() => { throw new Error('the jobs line does not show the finished 1/1-step job'); });

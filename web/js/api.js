@@ -80,4 +80,5 @@ export const api = {
   correlation: (params) => get('correlation', params),
   isotropicBaseline: (dimension) => get('isotropic_baseline', { dimension }),
   jobs: (run, limit = 20) => get('jobs', { run, limit }).then((r) => r.jobs || []),
+  alarms: (run) => get('alarms', { run }).then((r) => r.alarms || []),
 };

@@ -1,6 +1,7 @@
 // ECharts helpers shared by the views: the library import, colours (one per head, the same
 // in every panel; one per layer along a sequential scale), step axes, the small-multiples
-// layout (one panel per layer), dashed reference lines and equal-scale plane axes.
+// layout (one panel per layer), dashed reference lines, alarm markers and equal-scale plane
+// axes.
 
 import * as echarts from '../vendor/echarts.esm.min.js';
 import { shortStep, shortValue } from './format.js';
@@ -144,6 +145,70 @@ export function addReferenceLines(series, panels, refs) {
     for (const ref of lines) series.push(referenceLine({ ...ref, from, to, axis: i }));
     return lines;
   });
+}
+
+const ALARM_COLORS = { critical: '#c53030', warning: '#b7791f' };
+const RESOLVED_COLOR = '#9aa5b1';
+
+// One marker per step and rule of `alarms` (the API's JSON; a rule firing on several layers
+// at one step is one marker naming them): [{step, stepText, rule, layers, state, label}].
+export function alarmMarkers(alarms) {
+  const byStepRule = new Map();
+  for (const a of alarms) {
+    const key = `${a.step}|${a.rule}`;
+    const marker = byStepRule.get(key) || {
+      step: Number(a.step), stepText: String(a.step), rule: a.rule, layers: [], severity: a.severity,
+      firing: false, resolvedSteps: [],
+    };
+    if (a.layer >= 0) marker.layers.push(a.layer);
+    if (a.state === 'ALARM_STATE_FIRING') marker.firing = true;
+    else if (a.resolvedStep !== undefined) marker.resolvedSteps.push(String(a.resolvedStep));
+    byStepRule.set(key, marker);
+  }
+  return [...byStepRule.values()].map((m) => {
+    const layers = m.layers.length ? ` · layer${m.layers.length > 1 ? 's' : ''} ${m.layers.sort((a, b) => a - b).join(', ')}` : '';
+    const resolved = m.firing ? '' : ` · resolved at ${m.resolvedSteps.map(shortStep).join(', ')}`;
+    return {
+      step: m.step, stepText: m.stepText, rule: m.rule, layers: m.layers, severity: m.severity,
+      state: m.firing ? 'firing' : 'resolved', label: `⚠ ${m.rule}${layers}${resolved}`,
+    };
+  });
+}
+
+// Appends to `series` one silent series per panel holding a vertical line at each step
+// where an alarm of alarmsOf(i) fired, labelled by its rule: red (critical) or amber
+// (warning) while firing, grey once resolved. Returns the markers drawn, by panel; as with
+// reference lines, the series come after every series given.
+export function addAlarmMarkers(series, panels, alarmsOf) {
+  return [...Array(panels).keys()].map((i) => {
+    const markers = alarmMarkers(alarmsOf(i));
+    if (!markers.length) return [];
+    series.push({
+      type: 'line', name: 'alarms', xAxisIndex: i, yAxisIndex: i, data: [], silent: true,
+      color: ALARM_COLORS.critical,  // the legend's swatch
+      tooltip: { show: false },
+      markLine: {
+        silent: true, symbol: ['none', 'none'], animation: false,
+        data: markers.map((m) => {
+          const color = m.state === 'firing' ? ALARM_COLORS[m.severity] || ALARM_COLORS.warning : RESOLVED_COLOR;
+          return {
+            xAxis: m.step, name: m.rule, stepText: m.stepText,
+            lineStyle: { color, width: 1.5, type: m.state === 'firing' ? 'solid' : 'dotted' },
+            // Along the line on its right-hand side: clear of the value axis at the first step.
+            label: { formatter: m.label, color, position: 'insideEndBottom', fontSize: 10 },
+          };
+        }),
+      },
+    });
+    return markers;
+  });
+}
+
+// The alarm markers of a chart as its option holds them, for tests: [{panel, step, rule}].
+export function drawnAlarmMarkers(chart) {
+  const option = chart.getOption();
+  return ((option && option.series) || []).filter((s) => s.markLine && s.name === 'alarms')
+    .flatMap((s) => s.markLine.data.map((d) => ({ panel: s.xAxisIndex || 0, step: d.stepText, rule: d.name })));
 }
 
 // Query and key colours, in every view that shows both.

@@ -1,10 +1,11 @@
 // The dashboard's data: the chosen run and probe, every loaded metric series, the run's
-// jobs, the isotropic baselines of its dimensions, and one polling round (poll) that
-// extends them with since_step. Views subscribe to events and read from here; nothing
+// jobs and alarms, the isotropic baselines of its dimensions, and one polling round (poll)
+// that extends them with since_step. Views subscribe to events and read from here; nothing
 // else calls the series endpoint (views comparing runs ask runSeries).
 //   'run'   the run or probe changed (caches were reset)
 //   'data'  series changed: {metrics, newSteps}
 //   'jobs'  the run's jobs changed
+//   'alarms' the run's alarms changed (fired or resolved)
 //   'error' the set of current error messages changed
 
 import { api } from './api.js';
@@ -59,6 +60,8 @@ export class Store {
     this.probeId = '';
     this.metrics = new Map();  // metric -> MetricSeries
     this.jobs = [];
+    this.alarms = [];  // the run's alarms (the API's JSON), oldest change first
+    this.alarmsKey = '';  // "id:revision,…" of this.alarms: what tells a change
     this.errors = new Map();  // source -> message
     this.listeners = new Map();
     this.pollCount = 0;
@@ -129,12 +132,15 @@ export class Store {
     this.probeId = probes.some((p) => p.id === probeId) ? probeId : probes[0] ? probes[0].id : '';
     this.metrics = new Map();
     this.jobs = [];
+    this.alarms = [];
+    this.alarmsKey = '';
     this.rewritten = new Set();
     this.baselines = {};
     this.emit('run', run);
     if (!run) return;
     // Jobs first: a step rewritten after this snapshot is then seen as new by poll().
     this.newlyRewritten(await this.refreshJobs());
+    await this.refreshAlarms();
     await this.loadBaselines(run);
     await this.fetchMetrics([...this.wantedMetrics], false);
     this.lastPollAt = Date.now();
@@ -216,6 +222,26 @@ export class Store {
     return jobs;
   }
 
+  async refreshAlarms() {
+    if (!this.run) return;
+    const generation = this.generation;
+    const alarms = await this.guard('alarms', () => api.alarms(this.run.name));
+    if (!alarms || generation !== this.generation) return;
+    const key = alarms.map((a) => `${a.id}:${a.revision}`).join();
+    if (key === this.alarmsKey) return;
+    this.alarms = alarms;
+    this.alarmsKey = key;
+    this.emit('alarms', alarms);
+  }
+
+  // The chosen run's alarms on `metric` (for the chosen probe), those of `layer` (and of
+  // rules over every layer, layer -1) when given: what a chart of that metric marks.
+  alarmsOf(metric, layer) {
+    return this.alarms.filter((a) => a.metric === metric &&
+      (!a.probeId || !this.probeId || a.probeId === this.probeId) &&
+      (layer === undefined || a.layer === layer || a.layer === -1));
+  }
+
   // The steps that --force jobs of `jobs` finished rewriting since the last call: their
   // values changed in place, which since_step cannot see.
   newlyRewritten(jobs) {
@@ -237,7 +263,8 @@ export class Store {
   async poll() {
     if (!this.run) return;
     const generation = this.generation;
-    const [runs, jobs] = await Promise.all([this.guard('runs', () => api.runs()), this.refreshJobs()]);
+    const [runs, jobs] = await Promise.all([
+      this.guard('runs', () => api.runs()), this.refreshJobs(), this.refreshAlarms()]);
     if (runs && generation === this.generation) {
       this.runs = runs;
       const run = runs.find((r) => r.name === this.run.name);

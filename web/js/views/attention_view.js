@@ -36,6 +36,7 @@ export class AttentionView extends StepPanelsView {
       this.render();
     });
     store.on('data', ({ metrics }) => PANELS.some((p) => metrics.includes(p.key)) && this.render());
+    store.on('alarms', () => this.render());
   }
 
   fileBase() {
@@ -62,6 +63,11 @@ export class AttentionView extends StepPanelsView {
     return [...Array(run.numHeads).keys()].map((head) => ({
       name: `head ${head}`, key: [layer, head], color: headColor(head), points: series.get(layer, head),
     }));
+  }
+
+  // Every layer's alarms on the layer means; one layer's (and those over all layers) on its heads.
+  alarms(panel) {
+    return this.store.alarmsOf(panel.key, this.mode === MEAN ? undefined : Number(this.mode));
   }
 
   references(panel) {

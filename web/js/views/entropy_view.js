@@ -1,8 +1,10 @@
 // Attention entropy per layer across steps: the mean over the layer's heads, one line per
-// layer (Godey et al., Figure 15).
+// layer (Godey et al., Figure 15), with the run's attn_entropy alarms marked where they fired.
 
 import { createCard } from '../card.js';
-import { baseOption, createChart, layerColor, stepAxis, valueAxis } from '../charts.js';
+import {
+  addAlarmMarkers, baseOption, createChart, drawnAlarmMarkers, layerColor, stepAxis, valueAxis,
+} from '../charts.js';
 import { downloadCsv, downloadPng, fileName } from '../download.js';
 import { exactStep, exactValue, toCsv } from '../format.js';
 
@@ -44,6 +46,7 @@ export class EntropyView {
     store.wantedMetrics.add(METRIC);
     store.on('run', () => this.render());
     store.on('data', ({ metrics }) => metrics.includes(METRIC) && this.render());
+    store.on('alarms', () => this.render());
   }
 
   render() {
@@ -70,6 +73,7 @@ export class EntropyView {
       showSymbol: points.length <= 40, symbolSize: 5, lineStyle: { width: 2 },
       color: layerColor(layer, run.numLayers), emphasis: { focus: 'series' },
     }));
+    addAlarmMarkers(option.series, 1, () => this.store.alarmsOf(METRIC));
     option.tooltip = {
       ...option.tooltip, trigger: 'axis',
       formatter: (params) => {
@@ -92,6 +96,9 @@ export class EntropyView {
   }
 
   summary() {
-    return { series: this.lines.map(({ layer, points }) => ({ layer, points: points.length })) };
+    return {
+      series: this.lines.map(({ layer, points }) => ({ layer, points: points.length })),
+      alarms: this.lines.length ? drawnAlarmMarkers(this.chart) : [],
+    };
   }
 }

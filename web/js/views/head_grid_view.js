@@ -1,10 +1,13 @@
 // A per-head metric across steps as small multiples: ONE PANEL PER LAYER, one line per
 // head, the same colour for a head in every panel (Godey et al., Figures 13 and 14); a
-// cosine gets the isotropic baseline in d_head dimensions as a dashed line in every panel.
+// cosine gets the isotropic baseline in d_head dimensions as a dashed line in every panel;
+// an alarm on the metric is a vertical line in its layer's panel (every panel for a rule
+// over all layers) at the step where it fired.
 
 import { createCard } from '../card.js';
 import {
-  addReferenceLines, baseOption, createChart, headColor, panelLayout, stepAxis, valueAxis, MUTED,
+  addAlarmMarkers, addReferenceLines, baseOption, createChart, drawnAlarmMarkers, headColor, panelLayout,
+  stepAxis, valueAxis, MUTED,
 } from '../charts.js';
 import { downloadCsv, downloadPng, fileName } from '../download.js';
 import { BASELINE_SCOPE, exactStep, exactValue, toCsv } from '../format.js';
@@ -29,6 +32,7 @@ export class HeadGridView {
     store.wantedMetrics.add(metric);
     store.on('run', () => this.render());
     store.on('data', ({ metrics }) => metrics.includes(metric) && this.render());
+    store.on('alarms', () => this.render());
   }
 
   onResize() {
@@ -90,6 +94,7 @@ export class HeadGridView {
     }
     this.references = this.store.baselineLines(BASELINE_SCOPE[this.metric]);
     addReferenceLines(option.series, layers, () => this.references);
+    addAlarmMarkers(option.series, layers, (l) => this.store.alarmsOf(this.metric, l));
     option.tooltip = {
       ...option.tooltip,
       trigger: 'axis',
@@ -130,6 +135,7 @@ export class HeadGridView {
   summary() {
     return {
       panels: this.panels, series: this.seriesInfo.map((s) => ({ ...s })), references: this.references,
+      alarms: this.panels ? drawnAlarmMarkers(this.chart) : [],
     };
   }
 }

@@ -1,6 +1,6 @@
 // Metrics with one value per hidden state (0 = embedding output, L = last layer) or per
 // block (0 … L−1) across steps: panels side by side, one line per hidden state or block,
-// with the isotropic baseline on the panels of cosines.
+// with the isotropic baseline on the panels of cosines and the run's alarms on each metric.
 
 import { layerColor } from '../charts.js';
 import { BASELINE_SCOPE } from '../format.js';
@@ -16,6 +16,7 @@ export class HiddenView extends StepPanelsView {
     for (const { key } of panels) store.wantedMetrics.add(key);
     store.on('run', () => this.render());
     store.on('data', ({ metrics }) => panels.some((p) => metrics.includes(p.key)) && this.render());
+    store.on('alarms', () => this.render());
   }
 
   emptyMessage() {
@@ -30,6 +31,10 @@ export class HiddenView extends StepPanelsView {
       name: this.perBlock ? `layer ${i}` : stateName(i), key: [i],
       color: layerColor(i, count), points: series.get(i, -1),
     }));
+  }
+
+  alarms(panel) {
+    return this.store.alarmsOf(panel.key);
   }
 
   references(panel) {

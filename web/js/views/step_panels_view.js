@@ -1,12 +1,13 @@
 // The base of the views that plot values across training steps in panels side by side
 // (one per metric or statistic), one line per hidden state, layer, head or run, with
-// dashed reference lines (the isotropic baseline, thresholds) and a legend on the right.
-// A subclass says what is drawn: lines(panel) and references(panel); it calls render()
-// when its data changes.
+// dashed reference lines (the isotropic baseline, thresholds), alarm markers and a legend on
+// the right. A subclass says what is drawn: lines(panel), references(panel) and
+// alarms(panel); it calls render() when its data changes.
 
 import { createViewCard } from '../card.js';
 import {
-  addReferenceLines, baseOption, createChart, MUTED, panelLayout, stepAxis, valueAxis,
+  addAlarmMarkers, addReferenceLines, baseOption, createChart, drawnAlarmMarkers, MUTED, panelLayout,
+  stepAxis, valueAxis,
 } from '../charts.js';
 import { fileName } from '../download.js';
 import { exactStep, exactValue, shortValue, toCsv } from '../format.js';
@@ -45,6 +46,11 @@ export class StepPanelsView {
 
   // [{value, label}]: dashed horizontal lines across the panel.
   references() {
+    return [];
+  }
+
+  // The alarms (the API's JSON) marked on the panel where they fired; none by default.
+  alarms() {
     return [];
   }
 
@@ -102,6 +108,7 @@ export class StepPanelsView {
     });
     addReferenceLines(option.series, drawn.length, (i) => this.references(drawn[i].panel))
       .forEach((refs, i) => { drawn[i].references = refs; });
+    addAlarmMarkers(option.series, drawn.length, (i) => this.alarms(drawn[i].panel));
     option.tooltip = {
       ...option.tooltip, trigger: 'axis', formatter: (params) => this.tooltip(params),
     };
@@ -141,6 +148,8 @@ export class StepPanelsView {
       series: this.drawn.flatMap(({ panel, lines }) => lines.map((l) => ({
         panel: panel.key, name: l.name, points: l.points.length,
       }))),
+      alarms: this.drawn.length ? drawnAlarmMarkers(this.chart)
+        .map((m) => ({ ...m, panel: this.drawn[m.panel].panel.key })) : [],
     };
   }
 }
