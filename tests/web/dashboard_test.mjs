@@ -182,6 +182,15 @@ function checkSummary(s, steps, lastStep) {
 async function screenshots(page, suffix) {
   fs.mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: path.join(SHOTS, `dashboard${suffix}.png`), fullPage: true });
+  // The README's picture (docs/images/dashboard.png): the first screen, as a user sees it.
+  // ANISOSCOPE_README_SCREENSHOT=docs/images/dashboard.png writes it there.
+  if (suffix === '') {
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: path.join(SHOTS, 'readme.png') });
+    if (process.env.ANISOSCOPE_README_SCREENSHOT) {
+      fs.copyFileSync(path.join(SHOTS, 'readme.png'), process.env.ANISOSCOPE_README_SCREENSHOT);
+    }
+  }
   for (const view of VIEWS) {
     await page.locator(`[data-testid="view-${view}"]`).screenshot({ path: path.join(SHOTS, `${view}${suffix}.png`) });
   }
