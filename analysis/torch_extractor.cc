@@ -121,6 +121,7 @@ absl::StatusOr<Probe> TorchExtractor::BuildProbe(const std::filesystem::path& ch
   }
   ASSIGN_OR_RETURN(Probe probe, BuildProbeSamples(checkpoint_dir, spec, files));
   probe.token_samples = spec.token_samples;
+  probe.metric_groups = spec.metric_groups;
   return probe;
 }
 
@@ -215,7 +216,8 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
     sample_lengths.push_back(static_cast<int64_t>(sample.size()));
   }
   MetricsObserver observer(model->shape(), device, sample_lengths,
-                           TokenSamplesFor(model->shape(), probe.token_samples));
+                           TokenSamplesFor(model->shape(), probe.token_samples),
+                           probe.metric_groups);
   const std::vector<Batch> batches = PlanBatches(probe, model->shape(), options_.batch_size,
                                                  BatchBudgetBytes(device, checkpoint_bytes));
   const int total = static_cast<int>(batches.size());
@@ -227,9 +229,11 @@ absl::StatusOr<CheckpointMetrics> TorchExtractor::ExtractUnguarded(
     if (callbacks.progress) callbacks.progress(index + 1, total);
   }
   CheckpointMetrics metrics = observer.Finish();
-  metrics.embed_partition_isotropy = EmbeddingPartitionIsotropy(model->input_embedding());
-  const at::Tensor gain = model->final_norm_gain().to(at::kCPU, at::kDouble).contiguous();
-  metrics.final_norm_gain.assign(gain.data_ptr<double>(), gain.data_ptr<double>() + gain.numel());
+  if (Has(probe.metric_groups, MetricGroup::kWeights)) {
+    metrics.embed_partition_isotropy = EmbeddingPartitionIsotropy(model->input_embedding());
+    const at::Tensor gain = model->final_norm_gain().to(at::kCPU, at::kDouble).contiguous();
+    metrics.final_norm_gain.assign(gain.data_ptr<double>(), gain.data_ptr<double>() + gain.numel());
+  }
   metrics.fingerprint = std::move(fingerprint);
   metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return metrics;

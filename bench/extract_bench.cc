@@ -7,7 +7,7 @@
 //
 //   build/bin/extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--dtype float32]
 //       [--threads N] [--batch-size N] [--repeats N] [--allow-tf32]
-//       [--series DIR... [--cold]] [--metrics-json FILE]
+//       [--series DIR... [--cold]] [--metrics-json FILE] [--metrics GROUPS]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -32,6 +32,7 @@
 #include "analysis/device_memory.h"
 #include "analysis/extractor.h"
 #include "analysis/metrics/embedding_isotropy.h"
+#include "analysis/metrics/metric_groups.h"
 #include "analysis/metrics/spectral_statistics.h"
 #include "analysis/models/transformer_model.h"
 
@@ -48,6 +49,7 @@ struct BenchOptions {
   std::vector<fs::path> series;
   bool cold = false;  // evict the series' weight files from the page cache before each pass
   fs::path metrics_json;
+  std::string metrics = "all";  // the metric groups computed (metric_groups.h)
 };
 
 // A ForwardObserver that keeps nothing: the baseline forward.
@@ -276,16 +278,20 @@ int Run(const BenchOptions& options) {
   if (!extractor.ok()) Fail(extractor.status());
   ProbeSpec spec;
   spec.file = options.probe;
+  auto groups = ParseMetricGroups(options.metrics);
+  if (!groups.ok()) Fail(groups.status());
+  spec.metric_groups = *groups;
   auto probe = (*extractor)->BuildProbe(options.checkpoint, spec, anisoscope::FileGate::Host());
   if (!probe.ok()) Fail(probe.status());
   const at::Device device(options.extractor.device);
   at::zeros({1}, at::TensorOptions().device(device)).cpu();  // sets up the device's allocator
   std::printf(
-      "checkpoint %s, probe %zu x %lld tokens, device %s, dtype %s%s, %d threads, batch %s\n",
+      "checkpoint %s, probe %zu x %lld tokens, metrics %s, device %s, dtype %s%s, %d threads, "
+      "batch %s\n",
       options.checkpoint.c_str(), probe->samples.size(),
-      static_cast<long long>(probe->max_length()), options.extractor.device.c_str(),
-      options.extractor.dtype.c_str(), options.extractor.allow_tf32 ? " (TF32)" : "",
-      at::get_num_threads(),
+      static_cast<long long>(probe->max_length()), MetricGroupsText(*groups).c_str(),
+      options.extractor.device.c_str(), options.extractor.dtype.c_str(),
+      options.extractor.allow_tf32 ? " (TF32)" : "", at::get_num_threads(),
       options.extractor.batch_size > 0 ? std::to_string(options.extractor.batch_size).c_str()
                                        : "auto");
   const double rss_before = CurrentRssMiB();  // the runtime, before any checkpoint is read
@@ -372,6 +378,10 @@ int main(int argc, char** argv) {
                "evict the series' weight files from the page cache before each pass");
   app.add_option("--metrics-json", options.metrics_json,
                  "write CHECKPOINT's metrics here, in the reference's JSON layout");
+  app.add_option("--metrics", options.metrics,
+                 "the metric groups computed, comma-separated (core, sharpness, spectra, "
+                 "uniformity, activations, weights) or all")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return anisoscope::analysis::Run(options);
 }

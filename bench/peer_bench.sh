@@ -4,24 +4,27 @@
 # checkpoint three times, the first a warm-up), then both figures and the ratio.
 #
 #   bench/peer_bench.sh CHECKPOINT_DIR PROBE.jsonl [--device cpu|cuda] [--threads N]
-#                       [--repeats N]
+#                       [--repeats N] [--metrics GROUPS]
 #
 # hf_peer.py runs on transformers where it is installed, else on bench/hf_style_models.py
 # (plain PyTorch written from Hugging Face's model code), with /usr/bin/python3's torch by
-# default (PEER_PYTHON overrides). Run it on a quiet machine: the two run one after the other.
+# default (PEER_PYTHON overrides). --metrics: the groups our job computes (default all; the
+# peer computes the Godey et al. section 5 metrics, which `core` is). Run it on a quiet
+# machine: the two run one after the other.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 2 ]] || usage
 checkpoint=$1 probe=$2
 shift 2
-device=cpu threads=$(nproc) repeats=3
+device=cpu threads=$(nproc) repeats=3 metrics=all
 while [[ $# -gt 0 ]]; do
   case $1 in
     --device) device=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
+    --metrics) metrics=$2; shift 2 ;;
     *) echo "peer_bench.sh: unknown argument '$1'" >&2; usage ;;
   esac
 done
@@ -30,7 +33,7 @@ BENCH=${EXTRACT_BENCH:-$ROOT/build/bin/extract_bench}
 [[ -x $BENCH ]] || { echo "peer_bench.sh: $BENCH is not built (./scripts/setup.sh)" >&2; exit 1; }
 
 ours=$("$BENCH" "$checkpoint" "$probe" --device "$device" --threads "$threads" \
-         --repeats "$repeats")
+         --repeats "$repeats" --metrics "$metrics")
 echo "$ours"
 peer=$("$PEER_PYTHON" "$ROOT/bench/hf_peer.py" "$probe" "$checkpoint" "$checkpoint" "$checkpoint" \
          --device "$device" --threads "$threads" 2>&1)

@@ -44,7 +44,7 @@ int RunCorrelation(const ParsedArgs& args, const CommandContext& context) {
   v1::QueryCorrelationRequest request;
   request.set_run(args.GetString("run"));
   request.set_probe_id(args.GetString("probe"));
-  if (!SetStepRange(args, context, &request)) return kExitUsage;
+  SetStepRange(args, &request);
   v1::QueryCorrelationResponse response;
   if (int code = CallQueryService(context, &v1::QueryService::Stub::QueryCorrelation, request,
                                   &response)) {

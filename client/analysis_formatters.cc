@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/formatters.h"
+#include "common/json_text.h"
 
 namespace anisoscope::client {
 namespace {
@@ -33,12 +34,13 @@ std::string NumberTableJson(const NumberTable& table) {
   std::vector<std::string> objects;
   objects.reserve(table.rows.size());
   for (const std::vector<double>& row : table.rows) {
-    std::vector<std::string> fields;
+    nlohmann::ordered_json object = nlohmann::ordered_json::object();
     for (size_t c = 0; c < row.size(); ++c) {
-      fields.push_back(
-          absl::StrCat("\"", table.columns[c], "\": ", Cell(table, c, row[c], JsonNumber)));
+      object[table.columns[c]] = c < table.integer_columns
+                                     ? nlohmann::ordered_json(static_cast<int64_t>(row[c]))
+                                     : JsonDouble(row[c]);
     }
-    objects.push_back(absl::StrCat("{", absl::StrJoin(fields, ", "), "}"));
+    objects.push_back(JsonLine(object));
   }
   return JsonList(objects);
 }

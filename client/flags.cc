@@ -140,12 +140,18 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
                                    ? " (see 'anisoscope --help')"
                                    : absl::StrCat(" (see 'anisoscope ", spec.name, " --help')");
   const std::string for_command = spec.name.empty() ? "" : absl::StrCat(" for '", spec.name, "'");
-  // What CLI11 would take silently: a flag's value that is missing or empty.
+  // What CLI11 would take silently or refuse in its own words: a flag's value that is
+  // missing or empty, a value given to a boolean flag.
   for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
     if (spec.command_follows && !LooksLikeFlag(args[i])) break;
     for (const FlagSpec& flag : spec.flags) {
       const std::string name = absl::StrCat("--", flag.name);
-      if (flag.kind == FlagKind::kBool) continue;
+      if (flag.kind == FlagKind::kBool) {
+        if (absl::StartsWith(args[i], name + "=")) {
+          return absl::InvalidArgumentError(absl::StrCat(name, " takes no value"));
+        }
+        continue;
+      }
       if (args[i] == name + "=") return absl::InvalidArgumentError(name + ": value is empty");
       if (args[i] == name && (i + 1 == args.size() || LooksLikeFlag(args[i + 1]))) {
         return absl::InvalidArgumentError(
@@ -159,6 +165,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
   app.positionals_at_end(false);
   // CLI11 fills these; empty vectors for flags not given.
   std::map<std::string, std::vector<std::string>> given;
+  // The first value our checks refused, with our message (CLI11's wording is never read).
+  absl::Status invalid;
   for (const FlagSpec& flag : spec.flags) {
     std::vector<std::string>& slot = given[flag.name];
     if (flag.kind == FlagKind::kBool) {
@@ -174,12 +182,11 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
         ->multi_option_policy(flag.kind == FlagKind::kRepeated ? CLI::MultiOptionPolicy::TakeAll
                                                                : CLI::MultiOptionPolicy::TakeLast)
         ->check(CLI::Validator(
-            [&flag](const std::string& value) {
-              // CLI11 puts "--name: " in front of the message itself.
+            [&flag, &invalid](const std::string& value) {
               const absl::Status status = CheckValue(flag, value);
-              const std::string prefix = absl::StrCat("--", flag.name, ": ");
-              return status.ok() ? std::string()
-                                 : std::string(absl::StripPrefix(status.message(), prefix));
+              if (status.ok()) return std::string();
+              if (invalid.ok()) invalid = status;
+              return std::string(status.message());
             },
             ""));
   }
@@ -192,23 +199,14 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
   for (const std::string& word : args) argv.push_back(word.c_str());
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ValidationError& error) {
-    // Our validators' messages already name the flag: "--samples: expected an integer ...".
-    const std::string message = error.what();
-    return absl::InvalidArgumentError(message.substr(message.find("--")));
   } catch (const CLI::ParseError& error) {
-    // Missing and empty values were refused above; what CLI11 still names is a boolean flag
-    // given a value ("force was given a disallowed flag override").
-    const std::string message = error.what();
-    for (const FlagSpec& flag : spec.flags) {
-      const absl::string_view rest = absl::StripPrefix(absl::StripPrefix(message, "--"), flag.name);
-      if (flag.kind == FlagKind::kBool && rest.size() < message.size() && !rest.empty() &&
-          (rest[0] == ':' || rest[0] == ' ')) {
-        return absl::InvalidArgumentError(absl::StrCat("--", flag.name, " takes no value"));
-      }
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat(spec.name, spec.name.empty() ? "" : ": ", message, see_help));
+    // Our own checks name the flag ("--samples: expected an integer ..."). Missing and empty
+    // values and values of boolean flags were refused above; anything else CLI11 refuses is
+    // named by its kind, never by matching its wording.
+    if (!invalid.ok()) return invalid;
+    return absl::InvalidArgumentError(absl::StrCat(spec.name, spec.name.empty() ? "" : ": ",
+                                                   "cannot read the arguments (", error.get_name(),
+                                                   ")", see_help));
   }
   bool flags_ended = false;
   for (const std::string& extra : app.remaining()) {

@@ -27,8 +27,8 @@ std::string ColumnName(int32_t layer, int32_t head) {
 
 }  // namespace
 
-std::string JsonNumber(double value) {
-  return std::isfinite(value) ? FullPrecision(value) : "null";
+std::string JsonLine(const nlohmann::ordered_json& value) {
+  return value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string JsonList(const std::vector<std::string>& objects) {
@@ -88,10 +88,11 @@ std::string SeriesJson(const v1::QuerySeriesResponse& response) {
   std::vector<std::string> objects;
   objects.reserve(response.points_size());
   for (const v1::SeriesPoint& point : response.points()) {
-    objects.push_back(
-        absl::StrCat("{\"step\": ", point.step(), ", \"layer\": ", point.layer(),
-                     ", \"head\": ", point.head() < 0 ? "null" : absl::StrCat(point.head()),
-                     ", \"value\": ", JsonNumber(point.value()), "}"));
+    nlohmann::ordered_json object = {{"step", point.step()}, {"layer", point.layer()}};
+    object["head"] =
+        point.head() < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(point.head());
+    object["value"] = JsonDouble(point.value());
+    objects.push_back(JsonLine(object));
   }
   return JsonList(objects);
 }
@@ -155,11 +156,9 @@ std::string VectorsJson(const v1::QueryVectorsResponse& response) {
   std::vector<std::string> objects;
   objects.reserve(response.points_size());
   for (const v1::VectorPoint& point : response.points()) {
-    std::vector<std::string> values;
-    values.reserve(point.values_size());
-    for (double value : point.values()) values.push_back(JsonNumber(value));
-    objects.push_back(absl::StrCat("{\"step\": ", point.step(), ", \"values\": [",
-                                   absl::StrJoin(values, ", "), "]}"));
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
+    for (double value : point.values()) values.push_back(JsonDouble(value));
+    objects.push_back(JsonLine({{"step", point.step()}, {"values", std::move(values)}}));
   }
   return JsonList(objects);
 }
@@ -195,10 +194,11 @@ std::string TrajectoryJson(const v1::QueryTrajectoryResponse& response) {
   std::vector<std::string> objects;
   objects.reserve(response.points_size());
   for (const v1::TrajectoryPoint& point : response.points()) {
-    objects.push_back(
-        absl::StrCat("{\"step\": ", point.step(), ", \"q_x\": ", JsonNumber(point.q_x()),
-                     ", \"q_y\": ", JsonNumber(point.q_y()), ", \"k_x\": ", JsonNumber(point.k_x()),
-                     ", \"k_y\": ", JsonNumber(point.k_y()), "}"));
+    objects.push_back(JsonLine({{"step", point.step()},
+                                {"q_x", JsonDouble(point.q_x())},
+                                {"q_y", JsonDouble(point.q_y())},
+                                {"k_x", JsonDouble(point.k_x())},
+                                {"k_y", JsonDouble(point.k_y())}}));
   }
   return JsonList(objects);
 }

@@ -3,6 +3,7 @@
 // the complete text, ending with a newline.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -20,16 +21,18 @@ std::string RenderTable(const std::vector<std::string>& header,
 std::string FullPrecision(double value);
 // `%.4g`, for tables.
 std::string ShortNumber(double value);
-// FullPrecision, or null when not finite.
-std::string JsonNumber(double value);
-// Joins JSON objects into a list, one object per line.
+// `value` as one line of compact JSON (nlohmann-json; doubles as common/json_text.h's
+// JsonDouble writes them: "NaN", "Infinity", "-Infinity" when not finite, as the HTTP API).
+std::string JsonLine(const nlohmann::ordered_json& value);
+// Joins JSON objects (each one line) into a list, one object per line.
 std::string JsonList(const std::vector<std::string>& objects);
 
 // QuerySeries as CSV: header `step,layer,head,value`, one line per point in response
 // order; `head` is empty for per-hidden-state points (head == -1).
 std::string SeriesCsv(const v1::QuerySeriesResponse& response);
 // QuerySeries as a JSON list of {"step","layer","head","value"}, one object per line;
-// head is null for per-hidden-state points, value null when not finite.
+// head is null for per-hidden-state points; a value not finite is "NaN", "Infinity" or
+// "-Infinity" (the HTTP API's convention).
 std::string SeriesJson(const v1::QuerySeriesResponse& response);
 // QuerySeries as a wide table: a caption line, then one row per step and one column per
 // (layer, head) named `L0H3` (`L0` for hidden-state metrics), values to 4 significant

@@ -1,24 +1,20 @@
 #include "client/job_commands.h"
 
 #include <filesystem>
-#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/metrics/metric_groups.h"
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "client/interrupt_guard.h"
 #include "client/job_formatters.h"
 #include "client/progress_printer.h"
+#include "proto/final_states.h"
 
 namespace anisoscope::client {
 namespace {
 
 constexpr char kJobHelp[] = "the job id printed by 'submit' (see 'jobs')";
-
-bool IsFinalJobState(v1::JobState state) {
-  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
-}
 
 // The JOB positional argument, or -1 after reporting a usage error.
 int64_t JobId(const ParsedArgs& args, const CommandContext& context) {
@@ -154,7 +150,7 @@ int RunCancel(const ParsedArgs& args, const CommandContext& context) {
   if (!status.ok()) return context.RpcError(status);
   if (job.state() == v1::JOB_STATE_CANCELLED) {
     context.out() << "job " << id << " cancelled\n";
-  } else if (IsFinalJobState(job.state())) {
+  } else if (v1::IsFinal(job.state())) {
     context.out() << "job " << id << " had already " << JobStateName(job.state()) << "\n";
   } else {
     context.out() << "job " << id << " cancel requested (state: " << JobStateName(job.state())
@@ -171,6 +167,17 @@ int RunWatch(const ParsedArgs& args, const CommandContext& context) {
   return WatchUntilFinished(context, *channel, id);
 }
 
+// --metrics' help: the groups from their one list (analysis/metrics/metric_groups.h).
+std::string MetricsFlagHelp() {
+  std::string help =
+      "the metric groups to compute, comma-separated (default all; core is\n"
+      "always computed; a step stored without a group lacks its metrics):";
+  for (const analysis::NamedMetricGroup& group : analysis::AllMetricGroups()) {
+    absl::StrAppend(&help, "\n  ", group.name, ": ", group.summary);
+  }
+  return help;
+}
+
 }  // namespace
 
 std::string AbsolutePath(const std::string& path, const std::string& cwd) {
@@ -183,15 +190,13 @@ std::string AbsolutePath(const std::string& path, const std::string& cwd) {
 
 absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
                                                         const std::string& cwd, bool follow) {
+  // Only what the request cannot say is checked here (two flags for one field, a flag's
+  // syntax); every rule of a job is the server's, and its message is shown as it is.
   v1::SubmitJobRequest request;
-  if (!args.Has("run")) return absl::InvalidArgumentError("submit: --run is required");
-  request.set_run(args.GetString("run"));
-  const int sources = args.Has("checkpoints") + args.Has("hf-cache") + args.Has("checkpoint");
-  if (sources != 1) {
+  request.set_run(args.GetString("run", ""));
+  if (args.Has("checkpoints") && args.Has("hf-cache")) {
     return absl::InvalidArgumentError(
-        sources > 1
-            ? "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH"
-            : "submit: --checkpoints DIR, --hf-cache DIR or --checkpoint STEP=PATH is required");
+        "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH");
   }
   const bool hf_cache = args.Has("hf-cache");
   const bool has_dir = args.Has("checkpoints") || hf_cache;
@@ -200,17 +205,13 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
         AbsolutePath(args.GetString(hf_cache ? "hf-cache" : "checkpoints"), cwd));
     request.set_hf_cache(hf_cache);
   }
-  std::set<int64_t> steps;
   for (const std::string& value : args.GetAll("checkpoint")) {
     const size_t eq = value.find('=');
     int64_t step = 0;
-    if (eq == std::string::npos || !ParseInt64(value.substr(0, eq), &step) || step < 0 ||
+    if (eq == std::string::npos || !ParseInt64(value.substr(0, eq), &step) ||
         eq + 1 == value.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--checkpoint: expected STEP=PATH with STEP >= 0, got '", value, "'"));
-    }
-    if (!steps.insert(step).second) {
-      return absl::InvalidArgumentError(absl::StrCat("--checkpoint: step ", step, " given twice"));
     }
     v1::CheckpointRef* ref = request.add_checkpoints();
     ref->set_step(step);
@@ -218,18 +219,18 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
   }
   const bool has_tokens = args.Has("probe-tokens");
   const bool has_text = args.Has("probe-text");
-  if (has_tokens == has_text) {
-    return absl::InvalidArgumentError(
-        has_text ? "submit: give --probe-tokens F or --probe-text F, not both"
-                 : "submit: --probe-tokens F or --probe-text F is required");
+  if (has_tokens && has_text) {
+    return absl::InvalidArgumentError("submit: give --probe-tokens F or --probe-text F, not both");
   }
+  request.set_force(args.Has("force"));
+  request.set_dedupe(args.Has("dedupe"));
+  request.set_follow(follow || args.Has("follow"));
+  if (args.Has("until-step")) request.set_until_step(args.GetInt("until-step"));
+  if (!has_tokens && !has_text) return request;  // the server says what is missing
   v1::ProbeSpec* probe = request.mutable_probe();
   probe->set_source(has_text ? v1::PROBE_SOURCE_TEXT : v1::PROBE_SOURCE_TOKENS);
   probe->set_path(AbsolutePath(args.GetString(has_text ? "probe-text" : "probe-tokens"), cwd));
   if (args.Has("probe-mode")) {
-    if (!has_text) {
-      return absl::InvalidArgumentError("--probe-mode: applies only to --probe-text");
-    }
     probe->set_mode(args.GetString("probe-mode") == "lines" ? v1::PROBE_MODE_LINES
                                                             : v1::PROBE_MODE_WINDOWS);
   } else if (has_text) {
@@ -238,16 +239,7 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
   probe->set_samples(args.GetInt("samples", 0));
   probe->set_seq_len(args.GetInt("seq-len", 0));
   if (args.Has("token-samples")) probe->set_token_samples(args.GetInt("token-samples"));
-  request.set_force(args.Has("force"));
-  request.set_dedupe(args.Has("dedupe"));
-  request.set_follow(follow || args.Has("follow"));
-  if (args.Has("until-step")) {
-    if (!request.follow()) return absl::InvalidArgumentError("--until-step: applies to --follow");
-    request.set_until_step(args.GetInt("until-step"));
-  }
-  if (request.follow() && !has_dir) {
-    return absl::InvalidArgumentError("--follow watches a directory: give --checkpoints DIR");
-  }
+  if (args.Has("metrics")) probe->set_metrics(args.GetString("metrics"));
   return request;
 }
 
@@ -271,7 +263,7 @@ int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc
   const grpc::Status status = reader->Finish();
   context.err() << printer.Clear() << std::flush;
   if (!status.ok()) return context.RpcError(status);
-  if (!seen || !IsFinalJobState(last.state())) {
+  if (!seen || !v1::IsFinal(last.state())) {
     return context.Error(
         absl::StrCat("the server ended the watch of job ", id, " before the job finished"));
   }
@@ -286,8 +278,8 @@ std::vector<Command> JobCommands() {
   submit.synopsis =
       "--run NAME (--checkpoints DIR | --hf-cache DIR | --checkpoint STEP=PATH ...)\n"
       "(--probe-tokens F | --probe-text F [--probe-mode windows|lines])\n"
-      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--dedupe] [--wait]\n"
-      "[--follow [--until-step N]]";
+      "[--samples N] [--seq-len L] [--token-samples M] [--metrics GROUPS] [--force]\n"
+      "[--dedupe] [--wait] [--follow [--until-step N]]";
   submit.summary = "analyze a run's checkpoints with a probe (queues a job)";
   submit.flags = {
       StringFlag("run", "NAME", "the run the steps belong to"),
@@ -311,6 +303,7 @@ std::vector<Command> JobCommands() {
               "keep Q and K of M probe tokens per head and step, for 'token-cloud'\n"
               "(default 128; 0: none; at most the probe's tokens)",
               0, 65536),
+      StringFlag("metrics", "GROUPS", MetricsFlagHelp()),
       BoolFlag("force", "recompute and replace steps already stored for this probe"),
       BoolFlag("dedupe",
                "skip a step whose weights are the same as an earlier stored step's\n"
@@ -332,8 +325,8 @@ std::vector<Command> JobCommands() {
   follow.synopsis =
       "--run NAME (--checkpoints DIR | --hf-cache DIR)\n"
       "(--probe-tokens F | --probe-text F [--probe-mode M])\n"
-      "[--samples N] [--seq-len L] [--token-samples M] [--force] [--dedupe]\n"
-      "[--until-step N]";
+      "[--samples N] [--seq-len L] [--token-samples M] [--metrics GROUPS] [--force]\n"
+      "[--dedupe] [--until-step N]";
   follow.summary = "analyze a run while it trains: each new checkpoint once it is whole";
   for (const FlagSpec& flag : submit.flags) {
     if (flag.name != "checkpoint" && flag.name != "wait" && flag.name != "follow") {

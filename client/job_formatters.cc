@@ -42,6 +42,7 @@ std::string DescribeProbe(const v1::ProbeSpec& probe) {
   if (probe.has_token_samples()) {
     details.push_back(absl::StrCat(probe.token_samples(), " token samples"));
   }
+  if (!probe.metrics().empty()) details.push_back(absl::StrCat("metrics ", probe.metrics()));
   return absl::StrCat(source, " ", probe.path(), " (", absl::StrJoin(details, ", "), ")");
 }
 

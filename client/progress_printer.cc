@@ -6,14 +6,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/job_formatters.h"
+#include "proto/final_states.h"
 
 namespace anisoscope::client {
 namespace {
-
-bool IsFinal(v1::StepState state) {
-  return state == v1::STEP_STATE_DONE || state == v1::STEP_STATE_SKIPPED ||
-         state == v1::STEP_STATE_FAILED || state == v1::STEP_STATE_CANCELLED;
-}
 
 int Total(const v1::Job& job) {
   return job.steps_total() > 0 ? job.steps_total() : job.checkpoints_size();
@@ -30,7 +26,7 @@ std::string ProgressPrinter::Render(const v1::JobEvent& event) {
     case v1::JobEvent::KIND_SNAPSHOT: {
       std::string text;
       for (const v1::CheckpointStatus& checkpoint : job.checkpoints()) {
-        if (IsFinal(checkpoint.state())) text += FinishedLine(job, checkpoint);
+        if (v1::IsFinal(checkpoint.state())) text += FinishedLine(job, checkpoint);
       }
       return text;
     }
@@ -58,9 +54,12 @@ std::string ProgressPrinter::Render(const v1::JobEvent& event) {
     }
     case v1::JobEvent::KIND_JOB_FINISHED:
       return Clear();
-    default:
-      return "";
+    case v1::JobEvent::KIND_UNSPECIFIED:
+    case v1::JobEvent_Kind_JobEvent_Kind_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case v1::JobEvent_Kind_JobEvent_Kind_INT_MAX_SENTINEL_DO_NOT_USE_:
+      break;
   }
+  return "";  // unspecified, or a kind newer than this client
 }
 
 std::string ProgressPrinter::Clear() {
@@ -87,21 +86,27 @@ std::string ProgressPrinter::FinishedLine(const v1::Job& job,
         absl::StrAppend(&text, "; WARNING: the same weights as step ", checkpoint.duplicate_of(),
                         " (", checkpoint.fingerprint(), ")");
       }
-      break;
+      return text + "\n";
     case v1::STEP_STATE_SKIPPED:
       absl::StrAppend(&text, checkpoint.has_duplicate_of()
                                  ? absl::StrCat("skipped: the same weights as step ",
                                                 checkpoint.duplicate_of(), " (--dedupe)")
                                  : std::string("skipped (already stored)"));
-      break;
+      return text + "\n";
     case v1::STEP_STATE_FAILED:
       absl::StrAppend(&text,
                       "FAILED: ", checkpoint.error().empty() ? "(no message)" : checkpoint.error());
+      return text + "\n";
+    case v1::STEP_STATE_UNSPECIFIED:
+    case v1::STEP_STATE_PENDING:
+    case v1::STEP_STATE_RUNNING:
+    case v1::STEP_STATE_CANCELLED:
+    case v1::StepState_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case v1::StepState_INT_MAX_SENTINEL_DO_NOT_USE_:
       break;
-    default:
-      absl::StrAppend(&text, StepStateName(checkpoint.state()));
   }
-  return text + "\n";
+  // The others, a state newer than this client included: the state's name.
+  return absl::StrCat(text, StepStateName(checkpoint.state()), "\n");
 }
 
 std::string ProgressPrinter::Summary(const v1::Job& job) {
@@ -110,19 +115,24 @@ std::string ProgressPrinter::Summary(const v1::Job& job) {
     switch (checkpoint.state()) {
       case v1::STEP_STATE_DONE:
         ++done;
-        break;
+        continue;
       case v1::STEP_STATE_SKIPPED:
         ++skipped;
-        break;
+        continue;
       case v1::STEP_STATE_FAILED:
         ++failed;
-        break;
+        continue;
       case v1::STEP_STATE_CANCELLED:
         ++cancelled;
+        continue;
+      case v1::STEP_STATE_UNSPECIFIED:
+      case v1::STEP_STATE_PENDING:
+      case v1::STEP_STATE_RUNNING:
+      case v1::StepState_INT_MIN_SENTINEL_DO_NOT_USE_:
+      case v1::StepState_INT_MAX_SENTINEL_DO_NOT_USE_:
         break;
-      default:
-        ++unfinished;
     }
+    ++unfinished;  // not final, or a state newer than this client
   }
   std::vector<std::string> parts = {absl::StrCat(done, " done")};
   if (skipped > 0) parts.push_back(absl::StrCat(skipped, " skipped"));

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metrics/metric_catalog.h"
 #include "client/formatters.h"
 #include "client/job_formatters.h"
 #include "client/query_support.h"
@@ -28,7 +29,7 @@ int RunQuery(const ParsedArgs& args, const CommandContext& context) {
   request.set_probe_id(args.GetString("probe"));
   if (args.Has("layer")) request.set_layer(static_cast<int32_t>(args.GetInt("layer")));
   if (args.Has("head")) request.set_head(static_cast<int32_t>(args.GetInt("head")));
-  if (!SetStepRange(args, context, &request)) return kExitUsage;
+  SetStepRange(args, &request);
   if (args.Has("since-step")) request.set_since_step(args.GetInt("since-step"));
   request.set_max_points(static_cast<int32_t>(args.GetInt("max-points", 0)));
   v1::QuerySeriesResponse response;
@@ -78,7 +79,7 @@ int RunVectors(const ParsedArgs& args, const CommandContext& context) {
   request.set_probe_id(args.GetString("probe"));
   request.set_layer(static_cast<int32_t>(args.GetInt("layer", 0)));
   request.set_head(static_cast<int32_t>(args.GetInt("head", 0)));
-  if (!SetStepRange(args, context, &request)) return kExitUsage;
+  SetStepRange(args, &request);
   v1::QueryVectorsResponse response;
   if (int code =
           CallQueryService(context, &v1::QueryService::Stub::QueryVectors, request, &response)) {
@@ -110,6 +111,57 @@ int RunTrajectory(const ParsedArgs& args, const CommandContext& context) {
     context.out() << TrajectoryTable(request.run(), request.layer(), request.head(), response);
   }
   return kExitOk;
+}
+
+// Who stores a metric: every job, rotary models only, or jobs that keep token samples.
+std::string StoredBy(const analysis::MetricInfo& info) {
+  if (info.token_sample) return "jobs with token samples";
+  return info.families == analysis::MetricFamilies::kRotary ? "rotary models" : "all";
+}
+
+// `anisoscope metrics`: the catalogue compiled into this client (the server's ListMetrics
+// serves the same one).
+int RunMetrics(const ParsedArgs& args, const CommandContext& context) {
+  if (args.GetString("format", "table") == "markdown") {
+    const std::string section = args.GetString("section");
+    for (const std::string& name : analysis::MetricTableSections()) {
+      if (!section.empty() && section != name) continue;
+      context.out() << (section.empty() ? absl::StrCat("<!-- metric-catalog: ", name, " -->\n")
+                                        : "")
+                    << analysis::MetricTableMarkdown(name)
+                    << (section.empty() ? "<!-- /metric-catalog -->\n\n" : "");
+    }
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const analysis::MetricInfo& info : analysis::MetricCatalog()) {
+    rows.push_back({info.name, std::string(analysis::MetricScopeName(info.scope)),
+                    std::string(analysis::MetricKindName(info.kind)),
+                    std::string(analysis::MetricGroupName(info.group)), StoredBy(info),
+                    absl::StrCat(info.unit, info.may_be_undefined ? "; may be 0/0" : "")});
+  }
+  // RANGE last: RenderTable pads by bytes, and ranges have non-ASCII signs.
+  context.out() << RenderTable({"NAME", "SCOPE", "KIND", "GROUP", "STORED BY", "RANGE"}, rows);
+  context.out() << "\ngroups (anisoscope submit --metrics):\n";
+  for (const analysis::NamedMetricGroup& group : analysis::AllMetricGroups()) {
+    context.out() << "  " << group.name << ": " << group.summary << "\n";
+  }
+  return kExitOk;
+}
+
+// --kind's help: every vector kind of the catalogue, with its scope and size.
+std::string VectorKindsHelp() {
+  std::string help =
+      "per head (needs --layer, --head), per hidden state (needs --layer, the hidden\n"
+      "state's index) or per checkpoint; 'anisoscope metrics' defines each:";
+  for (const analysis::MetricInfo& info : analysis::MetricCatalog()) {
+    if (info.kind != analysis::MetricKind::kVector) continue;
+    absl::StrAppend(
+        &help, "\n  ", info.name, " (", std::string(analysis::MetricScopeName(info.scope)), "; ",
+        info.unit, info.families == analysis::MetricFamilies::kRotary ? "; rotary models only" : "",
+        info.token_sample ? "; M sampled positions, row-major" : "", ")");
+  }
+  return help;
 }
 
 }  // namespace
@@ -153,7 +205,8 @@ std::vector<Command> QueryCommands() {
                    "\nmetrics per checkpoint (no layer or head):\n  ",
                    absl::StrJoin(analysis::PerCheckpointMetricNames(), " "),
                    "\nmetrics per block, derived from the stored per-head means (no head):\n  ",
-                   absl::StrJoin(analysis::PerBlockMetricNames(), " "), "\n");
+                   absl::StrJoin(analysis::PerBlockMetricNames(), " "),
+                   "\n'anisoscope metrics' prints each one's scope, group and range\n");
 
   CommandSpec vectors;
   vectors.name = "vectors";
@@ -163,12 +216,7 @@ std::vector<Command> QueryCommands() {
   vectors.summary = "print one stored vector (mean Q/K, token samples, spectrum, gain) per step";
   vectors.flags = {
       RunFlag(),
-      ChoiceFlag("kind", analysis::AllVectorKinds(),
-                 "per head (needs --layer, --head): q_mean, k_mean; *_pre_rotary: before the\n"
-                 "rotary embedding (rotary models such as gpt_neox only); q_sample, k_sample:\n"
-                 "Q and K at the probe's M sampled positions, M x head_dim row-major. Per\n"
-                 "hidden state (needs --layer, the hidden state's index): hidden_spectrum.\n"
-                 "Per checkpoint: final_norm_gain"),
+      ChoiceFlag("kind", analysis::AllVectorKinds(), VectorKindsHelp()),
       IntFlag("layer", "L", "the layer, or the hidden state's index", 0, INT32_MAX),
       IntFlag("head", "H", "the head", 0, INT32_MAX),
       ProbeFlag(),
@@ -196,7 +244,26 @@ std::vector<Command> QueryCommands() {
       "stacking every stored q_mean and k_mean of the head (computed by the server), each\n"
       "oriented so that the coordinates of all its rows sum to >= 0; q_x = <q_mean, v1>.\n";
 
-  return {{runs, RunRuns}, {query, RunQuery}, {vectors, RunVectors}, {trajectory, RunTrajectory}};
+  CommandSpec metrics;
+  metrics.name = "metrics";
+  metrics.synopsis = "[--format table|markdown] [--section S]";
+  metrics.summary = "print the metric catalogue: every metric and vector kind, scope, group, range";
+  metrics.flags = {
+      ChoiceFlag("format", {"table", "markdown"},
+                 "table (default): name, scope, kind, group, who stores it, range, then the\n"
+                 "groups; markdown: docs/metrics.md's tables, with their definitions"),
+      ChoiceFlag("section", analysis::MetricTableSections(),
+                 "with --format markdown: only this table"),
+  };
+  metrics.details =
+      "The catalogue compiled into this client; the server serves the same one\n"
+      "(QueryService.ListMetrics, GET /api/v1/metrics-catalog). Needs no server.\n";
+
+  return {{runs, RunRuns},
+          {query, RunQuery},
+          {vectors, RunVectors},
+          {trajectory, RunTrajectory},
+          {metrics, RunMetrics}};
 }
 
 }  // namespace anisoscope::client

@@ -25,18 +25,12 @@ inline std::vector<FlagSpec> StepRangeFlags() {
           IntFlag("to-step", "B", "only steps <= B", 0)};
 }
 
-// Applies --from-step / --to-step, checking their order; false after a usage error.
+// Applies --from-step / --to-step; their order is the server's check (ValidateStepRange in
+// server/query_checks.h), whose INVALID_ARGUMENT is shown.
 template <typename Request>
-bool SetStepRange(const ParsedArgs& args, const CommandContext& context, Request* request) {
+void SetStepRange(const ParsedArgs& args, Request* request) {
   if (args.Has("from-step")) request->set_from_step(args.GetInt("from-step"));
   if (args.Has("to-step")) request->set_to_step(args.GetInt("to-step"));
-  if (args.Has("from-step") && args.Has("to-step") &&
-      args.GetInt("from-step") > args.GetInt("to-step")) {
-    context.UsageError(absl::StrCat("--from-step ", args.GetInt("from-step"),
-                                    " is after --to-step ", args.GetInt("to-step")));
-    return false;
-  }
-  return true;
 }
 
 // The first of `required` that `args` lacks, as the usage error "COMMAND: --FLAG is

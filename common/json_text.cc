@@ -4,38 +4,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
 
 namespace anisoscope {
 
 std::string JsonQuote(std::string_view text) {
-  std::string out = "\"";
-  for (const unsigned char ch : text) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (ch < 0x20) {
-          out += absl::StrFormat("\\u%04x", ch);
-        } else {
-          out += static_cast<char>(ch);
-        }
-    }
-  }
-  return out + "\"";
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string ShortestDouble(double value) {
@@ -45,6 +20,22 @@ std::string ShortestDouble(double value) {
     std::snprintf(text, sizeof(text), "%.17g", value);
   }
   return text;
+}
+
+const char* NonFiniteName(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return nullptr;
+}
+
+std::string JsonDoubleText(double value) {
+  const char* name = NonFiniteName(value);
+  return name == nullptr ? ShortestDouble(value) : absl::StrCat("\"", name, "\"");
+}
+
+nlohmann::ordered_json JsonDouble(double value) {
+  const char* name = NonFiniteName(value);
+  return name == nullptr ? nlohmann::ordered_json(value) : nlohmann::ordered_json(name);
 }
 
 }  // namespace anisoscope

@@ -15,7 +15,6 @@ namespace {
 // How often a token's last_used_at is written.
 constexpr absl::Duration kUseNotedEvery = absl::Minutes(1);
 constexpr size_t kMaxNamespaceLength = 64;
-constexpr Role kRoles[] = {Role::kReader, Role::kWriter, Role::kWorker, Role::kAdmin};
 
 const char* ActionText(Action action) {
   switch (action) {
@@ -32,33 +31,6 @@ const char* ActionText(Action action) {
 }
 
 }  // namespace
-
-const char* RoleName(Role role) {
-  switch (role) {
-    case Role::kReader:
-      return "reader";
-    case Role::kWriter:
-      return "writer";
-    case Role::kWorker:
-      return "worker";
-    case Role::kAdmin:
-      return "admin";
-  }
-  return "unknown";
-}
-
-std::optional<Role> ParseRole(std::string_view name) {
-  for (const Role role : kRoles) {
-    if (name == RoleName(role)) return role;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> RoleNames() {
-  std::vector<std::string> names;
-  for (const Role role : kRoles) names.emplace_back(RoleName(role));
-  return names;
-}
 
 bool RoleMay(Role role, Action action) {
   switch (role) {

@@ -30,7 +30,11 @@ enum class AuthMode {
   kTokens,  // a valid bearer token (or a worker's client certificate) on every call
 };
 
-enum class Role { kReader, kWriter, kWorker, kAdmin };
+// The roles and their names live with the tokens table (storage/types.h).
+using storage::ParseRole;
+using storage::Role;
+using storage::RoleName;
+using storage::RoleNames;
 enum class Action {
   kRead,   // list runs and jobs, query series, vectors and trajectories, watch jobs
   kWrite,  // submit and cancel jobs
@@ -38,9 +42,6 @@ enum class Action {
   kAdmin,  // the audit log
 };
 
-const char* RoleName(Role role);  // "reader", "writer", "worker", "admin"
-std::optional<Role> ParseRole(std::string_view name);
-std::vector<std::string> RoleNames();  // every RoleName, least to most allowed
 // The permission table: reader reads; writer reads and writes; worker works; admin all.
 bool RoleMay(Role role, Action action);
 // INVALID_ARGUMENT unless `ns` is 1-64 of [A-Za-z0-9._-].

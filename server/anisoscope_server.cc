@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 #include "common/message_limits.h"
 #include "common/random_id.h"
 #include "common/status_macros.h"
@@ -37,10 +38,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
 
 absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     const ServerOptions& options, worker::ExtractorFactory extractor_factory) {
-  const size_t colon = options.listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address '", options.listen, "' is not HOST:PORT"));
+  absl::StatusOr<HostPort> listen_at = ParseHostPort(options.listen);
+  if (!listen_at.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--listen: ", listen_at.status().message()));
   }
   if (options.allow_roots.empty()) {
     return absl::InvalidArgumentError("at least one allowed root is required");
@@ -139,7 +139,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     health->SetServingStatus(true);
   }
   server->port_ = port;
-  server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
+  server->address_ = FormatHostPort(listen_at->host, port);
   grpc::ChannelArguments channel_arguments;
   channel_arguments.SetMaxReceiveMessageSize(kMaxMessageBytes);
   channel_arguments.SetMaxSendMessageSize(kMaxMessageBytes);

@@ -79,7 +79,7 @@ int CreateToken(const HostRequest& request, storage::MetricsStore& store, std::o
   return kExitOk;
 }
 
-int ListTokens(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
+int ListTokens(const HostRequest& /*request*/, storage::MetricsStore& store, std::ostream& out,
                std::ostream& err) {
   absl::StatusOr<std::vector<storage::TokenRecord>> tokens = store.ListTokens(false);
   if (!tokens.ok()) return Fail(err, tokens.status());
@@ -115,7 +115,7 @@ int SetNamespace(const HostRequest& request, storage::MetricsStore& store, std::
   return kExitOk;
 }
 
-int ListNamespaces(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
+int ListNamespaces(const HostRequest& /*request*/, storage::MetricsStore& store, std::ostream& out,
                    std::ostream& err) {
   auto roots = store.ListNamespaceRoots();
   if (!roots.ok()) return Fail(err, roots.status());

@@ -236,20 +236,11 @@ std::string SeriesToJson(const ::anisoscope::v1::QuerySeriesResponse& response) 
   std::string json = absl::StrCat("{\"probeId\":\"", response.probe_id(), "\",\"metric\":\"",
                                   response.metric(), "\",\"points\":[");
   json.reserve(json.size() + 64 * static_cast<size_t>(response.points_size()));
-  std::string number;
   bool first = true;
   for (const ::anisoscope::v1::SeriesPoint& point : response.points()) {
-    const double value = point.value();
-    if (std::isnan(value)) {
-      number = "\"NaN\"";
-    } else if (std::isinf(value)) {
-      number = value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-    } else {
-      number = ShortestDouble(value);
-    }
     absl::StrAppend(&json, first ? "" : ",", "{\"step\":\"", point.step(),
                     "\",\"layer\":", point.layer(), ",\"head\":", point.head(),
-                    ",\"value\":", number, "}");
+                    ",\"value\":", JsonDoubleText(point.value()), "}");
     first = false;
   }
   absl::StrAppend(&json, "],\"downsampled\":", response.downsampled() ? "true" : "false", "}");
@@ -364,6 +355,12 @@ std::vector<ApiRoute> ApiRoutes(const RouteContext& context) {
            context, kStore,
            [](const string& /*ns*/, const QueryIsotropicBaselineRequest& r) {
              return queries::QueryIsotropicBaseline(r);
+           })},
+      {"/api/v1/metrics-catalog", "/api/v1/metrics-catalog",
+       ApiHandler<ListMetricsRequest, ListMetricsResponse>(
+           context, kStore,
+           [](const string& /*ns*/, const ListMetricsRequest& r) {
+             return absl::StatusOr<ListMetricsResponse>(queries::ListMetrics(r));
            })},
       {"/api/v1/alarms", "/api/v1/alarms?run=r&state=firing",
        ApiHandler<ListAlarmsRequest, ListAlarmsResponse>(

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 #include "server/http_connection.h"
 #include "server/http_routes.h"
 #include "server/http_walls.h"
@@ -79,21 +80,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
                                                                JobRunner* runner,
                                                                AccessControl* access,
                                                                ServiceMetrics* metrics) {
-  const size_t colon = options.listen.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(options.listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+  absl::StatusOr<HostPort> listen_at = ParseHostPort(options.listen);
+  if (!listen_at.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--http-listen address '", options.listen, "' is not HOST:PORT"));
+        absl::StrCat("--http-listen: ", listen_at.status().message()));
   }
   if (options.threads < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("HTTP threads must be >= 0 (0: follow the machine), got ", options.threads));
   }
-  std::string host = options.listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);  // [::1]
-  }
+  const std::string host = listen_at->host;
+  int port = listen_at->port;
 
   if (!(options.read_timeout_seconds > 0) || !(options.write_timeout_seconds > 0)) {
     return absl::InvalidArgumentError(
@@ -180,7 +177,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
   // again on the bound socket raises it to the system's maximum.
   if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);
   server->port_ = port;
-  server->address_ = absl::StrCat(options.listen.substr(0, colon), ":", port);
+  server->address_ = FormatHostPort(host, port);
   auto ended = std::make_shared<std::atomic<bool>>(false);
   server->thread_ = std::thread([&http, ended] {
     http.listen_after_bind();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/checkpoint/step_discovery.h"
 #include "analysis/checkpoint/weight_files.h"
+#include "analysis/metrics/metric_groups.h"
 #include "analysis/probe/probe.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
@@ -101,6 +102,12 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
     return status;
   }
   if (request.probe().path().empty()) return absl::InvalidArgumentError("probe.path is required");
+  absl::StatusOr<analysis::MetricGroups> groups =
+      analysis::ParseMetricGroups(request.probe().metrics());
+  if (!groups.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("probe.metrics: ", groups.status().message()));
+  }
+  spec.metrics = analysis::MetricGroupsText(*groups);
 
   const bool has_dir = !request.checkpoints_dir().empty();
   const bool has_list = request.checkpoints_size() > 0;

@@ -9,6 +9,7 @@
 #include "analysis/checkpoint/fingerprint.h"
 #include "common/random_id.h"
 #include "common/status_macros.h"
+#include "proto/final_states.h"
 #include "server/proto_convert.h"
 #include "server/step_upload.h"
 #include "server/unit_probe.h"
@@ -23,10 +24,7 @@ constexpr size_t kCancelledLeasesKept = 4096;
 // The longest error text of a worker's FailWork kept with the step.
 constexpr size_t kMaxWorkerErrorBytes = 4096;
 
-bool IsFinal(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled;
-}
+bool IsFinal(JobState state) { return pb::IsFinal(ToProto(state)); }
 
 absl::Status LeaseNotCurrent(const std::string& lease_id) {
   return absl::FailedPreconditionError(absl::StrCat(
@@ -662,6 +660,10 @@ absl::Status JobRunner::Fail(const pb::FailWorkRequest& request, const std::stri
       return absl::FailedPreconditionError(
           absl::StrCat("lease '", request.lease_id(), "' is being completed"));
     }
+    if (request.kind() == pb::FailWorkRequest::KIND_UNSPECIFIED ||
+        !pb::FailWorkRequest::Kind_IsValid(request.kind())) {
+      return absl::InvalidArgumentError("FailWork needs a kind: failed, retryable or released");
+    }
     switch (request.kind()) {
       case pb::FailWorkRequest::KIND_FAILED:
         EndLeaseLocked(request.lease_id(), StepState::kFailed, error, &deliveries);
@@ -678,8 +680,10 @@ absl::Status JobRunner::Fail(const pb::FailWorkRequest& request, const std::stri
         EndLeaseLocked(request.lease_id(), StepState::kPending, "", &deliveries);
         break;
       }
-      default:
-        return absl::InvalidArgumentError("FailWork needs a kind: failed, retryable or released");
+      case pb::FailWorkRequest::KIND_UNSPECIFIED:
+      case pb::FailWorkRequest_Kind_FailWorkRequest_Kind_INT_MIN_SENTINEL_DO_NOT_USE_:
+      case pb::FailWorkRequest_Kind_FailWorkRequest_Kind_INT_MAX_SENTINEL_DO_NOT_USE_:
+        break;  // refused above
     }
   }
   for (auto& deliver : deliveries) deliver();

@@ -1,5 +1,8 @@
 #include "server/proto_convert.h"
 
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace anisoscope::server {
@@ -8,40 +11,40 @@ namespace {
 // Beyond what any probe's token count or a step's upload (64 MiB) allows.
 constexpr int64_t kMaxTokenSamples = 65536;
 
+// The wire name of a state from its storage name ("JOB_STATE_" + "succeeded" in capitals):
+// the states' names live in storage/types.cc alone (proto_convert_test checks each maps).
+std::string ProtoEnumName(const char* prefix, const char* name) {
+  return absl::AsciiStrToUpper(absl::StrCat(prefix, name));
+}
+
 }  // namespace
 
 pb::JobState ToProto(storage::JobState state) {
-  switch (state) {
-    case storage::JobState::kQueued:
-      return pb::JOB_STATE_QUEUED;
-    case storage::JobState::kRunning:
-      return pb::JOB_STATE_RUNNING;
-    case storage::JobState::kSucceeded:
-      return pb::JOB_STATE_SUCCEEDED;
-    case storage::JobState::kFailed:
-      return pb::JOB_STATE_FAILED;
-    case storage::JobState::kCancelled:
-      return pb::JOB_STATE_CANCELLED;
-  }
-  return pb::JOB_STATE_UNSPECIFIED;
+  static const std::vector<pb::JobState>* const by_state = [] {
+    auto* table = new std::vector<pb::JobState>();
+    for (const storage::JobState each : storage::kJobStates) {
+      pb::JobState value = pb::JOB_STATE_UNSPECIFIED;
+      pb::JobState_Parse(ProtoEnumName("JOB_STATE_", storage::JobStateName(each)), &value);
+      table->push_back(value);
+    }
+    return table;
+  }();
+  const auto index = static_cast<size_t>(state);
+  return index < by_state->size() ? (*by_state)[index] : pb::JOB_STATE_UNSPECIFIED;
 }
 
 pb::StepState ToProto(storage::StepState state) {
-  switch (state) {
-    case storage::StepState::kPending:
-      return pb::STEP_STATE_PENDING;
-    case storage::StepState::kRunning:
-      return pb::STEP_STATE_RUNNING;
-    case storage::StepState::kDone:
-      return pb::STEP_STATE_DONE;
-    case storage::StepState::kSkipped:
-      return pb::STEP_STATE_SKIPPED;
-    case storage::StepState::kFailed:
-      return pb::STEP_STATE_FAILED;
-    case storage::StepState::kCancelled:
-      return pb::STEP_STATE_CANCELLED;
-  }
-  return pb::STEP_STATE_UNSPECIFIED;
+  static const std::vector<pb::StepState>* const by_state = [] {
+    auto* table = new std::vector<pb::StepState>();
+    for (const storage::StepState each : storage::kStepStates) {
+      pb::StepState value = pb::STEP_STATE_UNSPECIFIED;
+      pb::StepState_Parse(ProtoEnumName("STEP_STATE_", storage::StepStateName(each)), &value);
+      table->push_back(value);
+    }
+    return table;
+  }();
+  const auto index = static_cast<size_t>(state);
+  return index < by_state->size() ? (*by_state)[index] : pb::STEP_STATE_UNSPECIFIED;
 }
 
 void ToProto(const storage::JobCheckpoint& checkpoint, pb::CheckpointStatus* out) {
@@ -162,30 +165,55 @@ pb::ProbeSpec ProbeSpecToProto(const storage::JobSpec& spec) {
   probe.set_samples(spec.samples);
   probe.set_seq_len(spec.seq_len);
   probe.set_token_samples(spec.token_samples);
+  if (spec.metrics != "all") probe.set_metrics(spec.metrics);
   return probe;
 }
 
-absl::Status ProbeSpecFromProto(const pb::ProbeSpec& probe, storage::JobSpec* spec) {
-  switch (probe.source()) {
+namespace {
+
+// The stored name of a probe source or mode; nullptr for none or a value this server does not
+// know (the wire may carry any number).
+const char* ProbeSourceName(pb::ProbeSource source) {
+  switch (source) {
     case pb::PROBE_SOURCE_TOKENS:
-      spec->probe_source = "tokens";
-      break;
+      return "tokens";
     case pb::PROBE_SOURCE_TEXT:
-      spec->probe_source = "text";
+      return "text";
+    case pb::PROBE_SOURCE_UNSPECIFIED:
+    case pb::ProbeSource_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case pb::ProbeSource_INT_MAX_SENTINEL_DO_NOT_USE_:
       break;
-    default:
-      return absl::InvalidArgumentError("probe.source must be TOKENS or TEXT");
   }
-  switch (probe.mode()) {
+  return nullptr;
+}
+
+const char* ProbeModeName(pb::ProbeMode mode) {
+  switch (mode) {
     case pb::PROBE_MODE_UNSPECIFIED:
     case pb::PROBE_MODE_WINDOWS:
-      spec->probe_mode = "windows";
-      break;
+      return "windows";
     case pb::PROBE_MODE_LINES:
-      spec->probe_mode = "lines";
+      return "lines";
+    case pb::ProbeMode_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case pb::ProbeMode_INT_MAX_SENTINEL_DO_NOT_USE_:
       break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("unknown probe.mode ", probe.mode()));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::Status ProbeSpecFromProto(const pb::ProbeSpec& probe, storage::JobSpec* spec) {
+  const char* source = ProbeSourceName(probe.source());
+  if (source == nullptr) return absl::InvalidArgumentError("probe.source must be TOKENS or TEXT");
+  spec->probe_source = source;
+  const char* mode = ProbeModeName(probe.mode());
+  if (mode == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown probe.mode ", probe.mode()));
+  }
+  spec->probe_mode = mode;
+  if (probe.mode() == pb::PROBE_MODE_LINES && probe.source() != pb::PROBE_SOURCE_TEXT) {
+    return absl::InvalidArgumentError("probe.mode LINES applies only to a TEXT probe");
   }
   if (probe.samples() < 0) {
     return absl::InvalidArgumentError(

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metrics/metric_catalog.h"
 #include "common/status_macros.h"
 #include "server/derived_queries.h"
 #include "server/job_request.h"
@@ -125,8 +126,10 @@ absl::StatusOr<pb::ListAlarmsResponse> ListAlarms(storage::MetricsStore& store,
     case pb::ALARM_STATE_RESOLVED:
       query.firing = false;
       break;
-    default:
-      break;
+    case pb::ALARM_STATE_UNSPECIFIED:
+    case pb::AlarmState_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case pb::AlarmState_INT_MAX_SENTINEL_DO_NOT_USE_:
+      break;  // any state, as for a value this server does not know
   }
   ASSIGN_OR_RETURN(const storage::AlarmList list, store.ListAlarms(query));
   pb::ListAlarmsResponse response;
@@ -172,6 +175,7 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
   }
   storage::SeriesQuery query = FromProto(request);
   query.ns = ns;
+  query.defined_metric = scope.has_value();
   bool downsampled = false;
   storage::SeriesResult result;
   if (scope == analysis::MetricScope::kBlock) {
@@ -215,6 +219,7 @@ absl::StatusOr<pb::QueryVectorsResponse> QueryVectors(storage::MetricsStore& sto
       query.head = -1;
       break;
     case analysis::MetricScope::kCheckpoint:
+    case analysis::MetricScope::kBlock:  // no vector kind has it
       query.layer = -1;
       query.head = -1;
       break;
@@ -279,6 +284,35 @@ absl::StatusOr<pb::QueryTrajectoryResponse> QueryTrajectory(
       "top-2 right singular vectors of the uncentered stack of this head's ", num_steps,
       " Q\u0304 and ", num_steps,
       " K\u0304 vectors (SVD, server-side; each oriented so that the coordinates sum to >= 0)"));
+  return response;
+}
+
+pb::ListMetricsResponse ListMetrics(const pb::ListMetricsRequest& /*request*/) {
+  pb::ListMetricsResponse response;
+  for (const analysis::MetricInfo& info : analysis::MetricCatalog()) {
+    pb::MetricInfo* metric = response.add_metrics();
+    metric->set_name(info.name);
+    metric->set_scope(std::string(analysis::MetricScopeName(info.scope)));
+    metric->set_kind(std::string(analysis::MetricKindName(info.kind)));
+    metric->set_group(std::string(analysis::MetricGroupName(info.group)));
+    metric->set_families(std::string(analysis::MetricFamiliesName(info.families)));
+    metric->set_token_sample(info.token_sample);
+    metric->set_derived(info.derived);
+    metric->set_may_be_undefined(info.may_be_undefined);
+    metric->set_baseline(info.baseline);
+    metric->set_label(info.label);
+    metric->set_unit(info.unit);
+    metric->set_definition(info.definition);
+    metric->set_meaning(info.meaning);
+  }
+  for (const analysis::NamedMetricGroup& named : analysis::AllMetricGroups()) {
+    pb::MetricGroupInfo* group = response.add_groups();
+    group->set_name(named.name);
+    group->set_summary(named.summary);
+    for (const analysis::MetricInfo& info : analysis::MetricCatalog()) {
+      if (info.group == named.group) group->add_metrics(info.name);
+    }
+  }
   return response;
 }
 

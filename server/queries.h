@@ -57,6 +57,10 @@ absl::StatusOr<pb::ListAlarmsResponse> ListAlarms(storage::MetricsStore& store,
                                                   const pb::ListAlarmsRequest& request);
 inline constexpr int kMaxAlarmsListed = 10000;
 
+// The metric catalogue (analysis/metrics/metric_catalog.h) and its groups; the same for
+// every namespace, reads nothing.
+pb::ListMetricsResponse ListMetrics(const pb::ListMetricsRequest& request);
+
 // Most recent first; limit 0 means 100; `run` keeps only that run's jobs.
 absl::StatusOr<pb::ListJobsResponse> ListJobs(JobRunner& runner, const std::string& ns,
                                               const pb::ListJobsRequest& request);

@@ -23,6 +23,14 @@ grpc::ServerUnaryReactor* QueryServiceImpl::ListAlarms(grpc::CallbackServerConte
       [&](const Principal& caller) { return queries::ListAlarms(*store_, caller.ns, *request); });
 }
 
+grpc::ServerUnaryReactor* QueryServiceImpl::ListMetrics(grpc::CallbackServerContext* context,
+                                                        const pb::ListMetricsRequest* request,
+                                                        pb::ListMetricsResponse* response) {
+  return RespondAuthorized(*access_, context, Action::kRead, response, [&](const Principal&) {
+    return absl::StatusOr<pb::ListMetricsResponse>(queries::ListMetrics(*request));
+  });
+}
+
 grpc::ServerUnaryReactor* QueryServiceImpl::QuerySeries(grpc::CallbackServerContext* context,
                                                         const pb::QuerySeriesRequest* request,
                                                         pb::QuerySeriesResponse* response) {

@@ -40,6 +40,9 @@ class QueryServiceImpl final : public ::anisoscope::v1::QueryService::CallbackSe
   grpc::ServerUnaryReactor* ListAlarms(grpc::CallbackServerContext* context,
                                        const ::anisoscope::v1::ListAlarmsRequest* request,
                                        ::anisoscope::v1::ListAlarmsResponse* response) override;
+  grpc::ServerUnaryReactor* ListMetrics(grpc::CallbackServerContext* context,
+                                        const ::anisoscope::v1::ListMetricsRequest* request,
+                                        ::anisoscope::v1::ListMetricsResponse* response) override;
   grpc::ServerUnaryReactor* QueryIsotropicBaseline(
       grpc::CallbackServerContext* context,
       const ::anisoscope::v1::QueryIsotropicBaselineRequest* request,

@@ -7,8 +7,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/device_name.h"
+#include "common/host_port.h"
 #include "server/http_walls.h"
+#include "worker/extractor_flags.h"
 
 namespace anisoscope::server {
 namespace {
@@ -44,9 +45,8 @@ the server exits 0.
 CLI::Validator HostPort() {
   return CLI::Validator(
       [](const std::string& value) {
-        return value.find(':') == std::string::npos
-                   ? absl::StrCat("wants HOST:PORT, got '", value, "'")
-                   : std::string();
+        const absl::StatusOr<anisoscope::HostPort> parsed = ParseHostPort(value);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
       },
       "HOST:PORT");
 }
@@ -93,13 +93,12 @@ CLI::Validator Origin() {
       "ORIGIN");
 }
 
-CLI::Validator Device() {
-  return CLI::Validator(
-      [](const std::string& value) {
-        return IsDeviceName(value) ? std::string()
-                                   : absl::StrCat("got '", value, "'; want cpu, cuda or cuda:N");
-      },
-      "");
+// ANISOSCOPE_ and the flag's name in capitals with - as _.
+std::string EnvName(const std::string& name) {
+  std::string env = absl::StrCat("ANISOSCOPE_", name);
+  absl::StrReplaceAll({{"-", "_"}}, &env);
+  for (char& c : env) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return env;
 }
 
 // Every flag of the server, onto `options` (the one list: parsing and --help both use it).
@@ -111,10 +110,7 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
   app.option_defaults()->always_capture_default()->multi_option_policy(
       CLI::MultiOptionPolicy::TakeLast);
   const auto add = [&app](const std::string& name, auto& field, const std::string& help) {
-    std::string env = absl::StrCat("ANISOSCOPE_", name);
-    absl::StrReplaceAll({{"-", "_"}}, &env);
-    for (char& c : env) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return app.add_option("--" + name, field, help)->envname(env);
+    return app.add_option("--" + name, field, help)->envname(EnvName(name));
   };
   add("listen", options.listen, "address to serve gRPC on; port 0 picks a free port")
       ->check(HostPort());
@@ -213,14 +209,10 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
       "give each node its own token, or raise this for workers sharing one (embedded workers "
       "are not counted)")
       ->check(IntAtLeast(1));
-  add("device", options.extractor.device, "cpu, cuda or cuda:N")->check(Device());
-  add("threads", options.extractor.num_threads, "intra-op threads per worker; 0 uses every core")
-      ->check(IntAtLeast(0));
-  add("batch-size", options.extractor.batch_size,
-      "probe samples per forward; 0 sizes each batch from its sequence length to bound memory")
-      ->check(IntAtLeast(0));
-  add("dtype", options.extractor.dtype, "compute dtype")
-      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
+  for (CLI::Option* option :
+       worker::AddExtractorFlags(app, options.extractor, /*with_dtype=*/true)) {
+    option->envname(EnvName(option->get_single_name()));
+  }
   add("auth", options.auth,
       "tokens: every call needs a bearer token (see 'tokens' below); none: no checks, allowed "
       "only on loopback addresses (default: tokens unless --listen and --http-listen are both "

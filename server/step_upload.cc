@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/checkpoint/fingerprint.h"
 #include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metrics/metric_groups.h"
 #include "analysis/models/model_shape.h"
 #include "analysis/probe/probe.h"
 #include "common/status_macros.h"
@@ -133,6 +134,14 @@ absl::Status CheckProbe(const pb::Probe& probe) {
   return absl::OkStatus();
 }
 
+// The groups an upload says it computed (empty: all, as a worker before groups sends).
+absl::StatusOr<analysis::MetricGroups> UploadedGroups(const pb::StepMetrics& metrics) {
+  absl::StatusOr<analysis::MetricGroups> groups =
+      analysis::ParseMetricGroups(metrics.metric_groups());
+  if (!groups.ok()) return Refuse("metric_groups", std::string(groups.status().message()));
+  return *groups;
+}
+
 // Σ_s min(len_s, cut): the tokens of `samples` cut to `cut` ids each.
 int64_t TokensCutTo(const google::protobuf::RepeatedPtrField<pb::TokenSample>& samples,
                     int64_t cut) {
@@ -206,6 +215,13 @@ absl::Status CheckUploadMatchesUnit(const pb::CompleteWorkRequest& upload,
     return absl::InvalidArgumentError(absl::StrCat("probe.num_samples ", uploaded.num_samples(),
                                                    " is more than the unit's ", probe.samples()));
   }
+  ASSIGN_OR_RETURN(const analysis::MetricGroups uploaded_groups, UploadedGroups(upload.metrics()));
+  absl::StatusOr<analysis::MetricGroups> unit_groups = analysis::ParseMetricGroups(probe.metrics());
+  if (unit_groups.ok() && (*unit_groups & ~uploaded_groups) != 0) {
+    return Refuse("metric_groups", absl::StrCat("'", analysis::MetricGroupsText(uploaded_groups),
+                                                "' lacks some of the unit's '",
+                                                analysis::MetricGroupsText(*unit_groups), "'"));
+  }
   if (upload.metrics().token_samples() > probe.token_samples()) {
     return Refuse("token_samples",
                   absl::StrCat(upload.metrics().token_samples(), " is more than the unit's ",
@@ -227,6 +243,15 @@ absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkR
   }
   RETURN_IF_ERROR(CheckAllValues(metrics));
   RETURN_IF_ERROR(CheckFingerprint(upload.fingerprint()));
+  ASSIGN_OR_RETURN(const analysis::MetricGroups groups, UploadedGroups(metrics));
+  // The names of `all` in the groups computed: the others are absent.
+  const auto in_groups = [groups](const std::vector<std::string>& all) {
+    std::vector<std::string> names;
+    for (const std::string& name : all) {
+      if (analysis::Has(groups, analysis::MetricGroupOf(name))) names.push_back(name);
+    }
+    return names;
+  };
   storage::StepResult result;
   result.run = run;
   result.step = step;
@@ -245,21 +270,24 @@ absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkR
   const int heads = metrics.num_heads();
   const size_t head_dim = metrics.head_dim();
   const size_t per_head = static_cast<size_t>(layers) * heads;
-  RETURN_IF_ERROR(CheckBlocks(metrics.per_head(), "per_head", analysis::PerHeadMetricNames(), {},
-                              per_head, [&](const std::string& name, const auto& values) {
+  RETURN_IF_ERROR(CheckBlocks(metrics.per_head(), "per_head",
+                              in_groups(analysis::PerHeadMetricNames()), {}, per_head,
+                              [&](const std::string& name, const auto& values) {
                                 for (size_t i = 0; i < per_head; ++i) {
                                   result.scalars.push_back({name, static_cast<int>(i / heads),
                                                             static_cast<int>(i % heads),
                                                             values[static_cast<int>(i)]});
                                 }
                               }));
-  RETURN_IF_ERROR(CheckBlocks(
-      metrics.per_hidden_state(), "per_hidden_state", analysis::PerHiddenStateMetricNames(), {},
-      static_cast<size_t>(layers) + 1, [&](const std::string& name, const auto& values) {
-        for (int i = 0; i <= layers; ++i) result.scalars.push_back({name, i, -1, values[i]});
-      }));
+  RETURN_IF_ERROR(CheckBlocks(metrics.per_hidden_state(), "per_hidden_state",
+                              in_groups(analysis::PerHiddenStateMetricNames()), {},
+                              static_cast<size_t>(layers) + 1,
+                              [&](const std::string& name, const auto& values) {
+                                for (int i = 0; i <= layers; ++i)
+                                  result.scalars.push_back({name, i, -1, values[i]});
+                              }));
   RETURN_IF_ERROR(CheckBlocks(metrics.per_checkpoint(), "per_checkpoint",
-                              analysis::PerCheckpointMetricNames(), {}, 1,
+                              in_groups(analysis::PerCheckpointMetricNames()), {}, 1,
                               [&](const std::string& name, const auto& values) {
                                 result.scalars.push_back({name, -1, -1, values[0]});
                               }));
@@ -304,15 +332,16 @@ absl::StatusOr<storage::StepResult> StepResultFromUpload(const pb::CompleteWorkR
 
   const size_t hidden_size = metrics.hidden_size();
   const size_t spectrum = std::min<size_t>(hidden_size, static_cast<size_t>(tokens));
-  RETURN_IF_ERROR(CheckBlocks(
-      metrics.hidden_state_vectors(), "hidden_state_vectors", analysis::PerHiddenStateVectorKinds(),
-      {}, (static_cast<size_t>(layers) + 1) * spectrum,
-      store_vectors(
-          static_cast<size_t>(layers) + 1, spectrum, [](size_t i) { return static_cast<int>(i); },
-          [](size_t) { return -1; })));
+  RETURN_IF_ERROR(
+      CheckBlocks(metrics.hidden_state_vectors(), "hidden_state_vectors",
+                  in_groups(analysis::PerHiddenStateVectorKinds()), {},
+                  (static_cast<size_t>(layers) + 1) * spectrum,
+                  store_vectors(
+                      static_cast<size_t>(layers) + 1, spectrum,
+                      [](size_t i) { return static_cast<int>(i); }, [](size_t) { return -1; })));
   RETURN_IF_ERROR(
       CheckBlocks(metrics.checkpoint_vectors(), "checkpoint_vectors",
-                  analysis::PerCheckpointVectorKinds(), {}, hidden_size,
+                  in_groups(analysis::PerCheckpointVectorKinds()), {}, hidden_size,
                   store_vectors(
                       1, hidden_size, [](size_t) { return -1; }, [](size_t) { return -1; })));
   return result;

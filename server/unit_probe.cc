@@ -18,6 +18,7 @@ absl::StatusOr<pb::UnitProbe> UnitProbeFromSpec(const storage::JobSpec& spec, co
   probe.set_samples(spec.samples);
   probe.set_seq_len(spec.seq_len);
   probe.set_token_samples(spec.token_samples);
+  if (spec.metrics != "all") probe.set_metrics(spec.metrics);
   if (spec.probe_source == "tokens") {
     // Cut to seq_len when given; else untruncated: the worker cuts each sample to the
     // model's length, as it knows it.

@@ -1,6 +1,10 @@
 #include "storage/access_tables.h"
 
+#include <optional>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::storage {
@@ -36,10 +40,14 @@ absl::StatusOr<TokenRecord> CreateTokenInDb(SqliteDb* db, const TokenRecord& tok
   if (token.name.empty() || token.ns.empty()) {
     return absl::InvalidArgumentError("a token needs a name and a namespace");
   }
-  if (token.role != "reader" && token.role != "writer" && token.role != "worker" &&
-      token.role != "admin") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("token role must be reader, writer, worker or admin; got '", token.role, "'"));
+  const std::optional<Role> role = ParseRole(token.role);
+  if (!role.has_value()) {
+    std::vector<std::string> names = RoleNames();
+    const std::string last = names.back();
+    names.pop_back();
+    return absl::InvalidArgumentError(absl::StrCat("token role must be ",
+                                                   absl::StrJoin(names, ", "), " or ", last,
+                                                   "; got '", token.role, "'"));
   }
   // The names of the callers that are not tokens, so that no token passes for one of them
   // (a lease is bound to its caller's name).
@@ -49,7 +57,7 @@ absl::StatusOr<TokenRecord> CreateTokenInDb(SqliteDb* db, const TokenRecord& tok
         "token name '", token.name,
         "' is reserved (embedded, anonymous, cert:…, host:… name callers without tokens)"));
   }
-  if (token.ns == kAnyNamespace && token.role != "worker") {
+  if (token.ns == kAnyNamespace && *role != Role::kWorker) {
     return absl::InvalidArgumentError(absl::StrCat(
         "namespace '", kAnyNamespace, "' (every namespace) is only for worker tokens; a ",
         token.role, " token belongs to one namespace"));

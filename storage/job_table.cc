@@ -129,6 +129,7 @@ std::string JobSpecToJson(const JobSpec& spec) {
               {"force", spec.force},
               {"dedupe", spec.dedupe},
               {"checkpoints", std::move(checkpoints)}};
+  if (spec.metrics != "all") out["metrics"] = spec.metrics;
   if (!spec.follow_dir.empty()) {
     out["follow_dir"] = spec.follow_dir;
     if (spec.until_step.has_value()) out["until_step"] = *spec.until_step;
@@ -147,6 +148,7 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& text) {
     spec.samples = in.value("samples", spec.samples);
     spec.seq_len = in.value("seq_len", spec.seq_len);
     spec.token_samples = in.value("token_samples", spec.token_samples);
+    spec.metrics = in.value("metrics", spec.metrics);
     spec.force = in.value("force", false);
     spec.dedupe = in.value("dedupe", false);
     spec.follow_dir = in.value("follow_dir", "");
@@ -231,10 +233,7 @@ absl::StatusOr<std::vector<int64_t>> UnfinishedJobsInDb(SqliteDb* db) {
 
 absl::StatusOr<StoreStats> StoreStatsFromDb(SqliteDb* db) {
   StoreStats stats;
-  for (const JobState state : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
-                               JobState::kFailed, JobState::kCancelled}) {
-    stats.jobs_by_state[JobStateName(state)] = 0;
-  }
+  for (const JobState state : kJobStates) stats.jobs_by_state[JobStateName(state)] = 0;
   ASSIGN_OR_RETURN(Statement select,
                    db->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
   while (true) {

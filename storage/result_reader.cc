@@ -159,6 +159,30 @@ struct SeriesSelection {
   bool none = false;  // since_step leaves no step
 };
 
+// INVALID_ARGUMENT when run `run_id` stores no value of `metric`, naming the metrics it
+// stores; OK when it stores some (an empty answer is then the steps' or layers' bounds).
+absl::Status CheckRunStoresMetric(SqliteDb* db, int64_t run_id, const SeriesQuery& query) {
+  // One probe of the key (step_id, metric_id, ...) per step of the run until one has it: a
+  // run that stores the metric answers at its first step.
+  ASSIGN_OR_RETURN(Statement stored,
+                   db->Prepare("SELECT 1 FROM steps s JOIN series v ON v.step_id = s.id "
+                               "JOIN metrics m ON m.id = v.metric_id "
+                               "WHERE s.run_id = ? AND m.name = ? LIMIT 1"));
+  RETURN_IF_ERROR(stored.BindAll(run_id, query.metric));
+  ASSIGN_OR_RETURN(const bool any, stored.Step());
+  if (any) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::vector<std::string> metrics,
+                   TextColumn(db,
+                              "SELECT name FROM metrics WHERE id IN (SELECT DISTINCT v.metric_id "
+                              "FROM series v JOIN steps s ON v.step_id = s.id WHERE s.run_id = ?) "
+                              "ORDER BY name",
+                              run_id));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "run '", query.run, "' stores no '", query.metric,
+      "' values: its jobs did not compute that metric's group (submit --metrics); its metrics: ",
+      absl::StrJoin(metrics, ", ")));
+}
+
 // The FROM and WHERE of a series query, bound by BindSelection (?1 to ?9). Layer and head
 // are ranges (one value when given) so that the key (step_id, metric_id, layer, head) finds
 // a layer's or a head's points without reading the others.
@@ -175,6 +199,9 @@ absl::StatusOr<SeriesSelection> SelectSeries(SqliteDb* db, const SeriesQuery& qu
   ASSIGN_OR_RETURN(Statement metric, db->Prepare("SELECT id FROM metrics WHERE name = ?"));
   RETURN_IF_ERROR(metric.BindAll(query.metric));
   ASSIGN_OR_RETURN(const bool known, metric.Step());
+  if (!known && query.defined_metric) {
+    RETURN_IF_ERROR(CheckRunStoresMetric(db, selection.run_id, query));
+  }
   if (!known) {
     ASSIGN_OR_RETURN(const std::vector<std::string> metrics,
                      TextColumn(db, "SELECT name FROM metrics ORDER BY name"));
@@ -231,6 +258,10 @@ absl::StatusOr<SeriesResult> QuerySeriesInDb(SqliteDb* db, const SeriesQuery& qu
     // SQLite stores NaN as NULL.
     point.value =
         select.ColumnIsNull(3) ? std::numeric_limits<double>::quiet_NaN() : select.ColumnDouble(3);
+  }
+  if (result.points.empty() && query.defined_metric) {
+    // Only an empty answer pays for the scan that tells a metric the run lacks apart.
+    RETURN_IF_ERROR(CheckRunStoresMetric(db, selection.run_id, query));
   }
   return result;
 }

@@ -3,15 +3,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace anisoscope::storage {
-namespace {
-
-constexpr JobState kJobStates[] = {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
-                                   JobState::kFailed, JobState::kCancelled};
-constexpr StepState kStepStates[] = {StepState::kPending, StepState::kRunning,
-                                     StepState::kDone,    StepState::kSkipped,
-                                     StepState::kFailed,  StepState::kCancelled};
-
-}  // namespace
 
 const char* JobStateName(JobState state) {
   switch (state) {
@@ -59,6 +50,33 @@ std::optional<StepState> ParseStepState(std::string_view name) {
     if (name == StepStateName(state)) return state;
   }
   return std::nullopt;
+}
+
+const char* RoleName(Role role) {
+  switch (role) {
+    case Role::kReader:
+      return "reader";
+    case Role::kWriter:
+      return "writer";
+    case Role::kWorker:
+      return "worker";
+    case Role::kAdmin:
+      return "admin";
+  }
+  return "unknown";
+}
+
+std::optional<Role> ParseRole(std::string_view name) {
+  for (const Role role : kRoles) {
+    if (name == RoleName(role)) return role;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> RoleNames() {
+  std::vector<std::string> names;
+  for (const Role role : kRoles) names.emplace_back(RoleName(role));
+  return names;
 }
 
 std::string DedupeSkipReason(int64_t duplicate_of, const std::string& fingerprint) {

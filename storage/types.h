@@ -88,6 +88,10 @@ struct SeriesQuery {
   std::string ns = kDefaultNamespace;
   // > 0: at most this many points are read; SeriesResult::more tells that others match.
   int64_t limit = 0;
+  // The engine defines `metric` (the metric catalogue): a run that stores none of its
+  // values (a job computes only the metric groups it asks for) is told apart from an
+  // unknown name.
+  bool defined_metric = false;
 };
 
 struct SeriesPoint {
@@ -144,6 +148,13 @@ struct VectorResult {
 
 enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
 enum class StepState { kPending, kRunning, kDone, kSkipped, kFailed, kCancelled };
+// Every state, in the enum's order.
+inline constexpr JobState kJobStates[] = {JobState::kQueued, JobState::kRunning,
+                                          JobState::kSucceeded, JobState::kFailed,
+                                          JobState::kCancelled};
+inline constexpr StepState kStepStates[] = {StepState::kPending, StepState::kRunning,
+                                            StepState::kDone,    StepState::kSkipped,
+                                            StepState::kFailed,  StepState::kCancelled};
 
 const char* JobStateName(JobState state);    // "queued", "running", ...
 const char* StepStateName(StepState state);  // "pending", "running", "done", ...
@@ -171,6 +182,9 @@ struct JobSpec {
   int64_t samples = 128;
   int64_t seq_len = 0;          // 0: the model's maximum
   int64_t token_samples = 128;  // M of q_sample, k_sample; 0: none
+  // The metric groups computed (analysis/metrics/metric_groups.h MetricGroupsText: "all"
+  // or "core,spectra"); a job stored without it computes all.
+  std::string metrics = "all";
   bool force = false;           // recompute steps already stored
   bool dedupe = false;          // skip a step whose weights equal an earlier stored step's
   std::vector<CheckpointSpec> checkpoints;  // ascending step (as submitted)
@@ -234,12 +248,20 @@ struct FinishedLease {
 
 // ---- Access --------------------------------------------------------------------------
 
+// A token's role (what it permits: server/access_control.h's RoleMay). The names are the
+// one home of the role names: the tokens table stores them, the server parses them.
+enum class Role { kReader, kWriter, kWorker, kAdmin };
+inline constexpr Role kRoles[] = {Role::kReader, Role::kWriter, Role::kWorker, Role::kAdmin};
+const char* RoleName(Role role);  // "reader", "writer", "worker", "admin"
+std::optional<Role> ParseRole(std::string_view name);
+std::vector<std::string> RoleNames();  // every RoleName, least to most allowed
+
 // A bearer token as stored: never the token itself, only its SHA-256.
 struct TokenRecord {
   int64_t id = 0;
   std::string name;  // unique among active tokens, e.g. "alice-laptop"
   std::string ns;
-  std::string role;    // "reader", "writer", "worker" or "admin"
+  std::string role;    // a RoleName
   std::string sha256;  // 64 lowercase hex digits
   std::string created_at;
   std::string last_used_at;  // empty: never used

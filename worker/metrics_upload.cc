@@ -16,6 +16,9 @@ pb::StepMetrics ToUpload(const analysis::CheckpointMetrics& metrics) {
   upload.set_head_dim(metrics.shape.head_dim);
   upload.set_hidden_size(metrics.shape.hidden_size);
   upload.set_token_samples(static_cast<int32_t>(metrics.token_samples));
+  if (metrics.groups != analysis::kAllMetricGroups) {
+    upload.set_metric_groups(analysis::MetricGroupsText(metrics.groups));
+  }
   // Heads come layer-major from the engine, so appending keeps each block layer-major.
   std::map<std::string, pb::ScalarBlock*> scalars;
   analysis::ForEachScalar(metrics, [&](std::string_view name, int layer, int head, double value) {

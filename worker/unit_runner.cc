@@ -116,6 +116,12 @@ absl::StatusOr<analysis::ProbeSpec> UnitRunner::ProbeSpecOf(const pb::UnitProbe&
   spec.samples = probe.samples();
   spec.seq_len = probe.seq_len();
   spec.token_samples = probe.token_samples();
+  absl::StatusOr<analysis::MetricGroups> groups = analysis::ParseMetricGroups(probe.metrics());
+  if (!groups.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the unit's metrics: ", groups.status().message()));
+  }
+  spec.metric_groups = *groups;
   if (probe.has_tokens()) {
     spec.source = analysis::ProbeSource::kTokens;
     spec.file = probe.tokens().file_name();

@@ -9,7 +9,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/device_name.h"
+#include "common/host_port.h"
+#include "worker/extractor_flags.h"
 
 namespace anisoscope::worker {
 namespace {
@@ -25,12 +26,9 @@ std::string DefaultName() {
   return absl::StrCat(host, "-", getpid());
 }
 
-std::string CheckDevice(const std::string& value) {
-  return IsDeviceName(value) ? "" : "want cpu, cuda or cuda:N";
-}
-
 std::string CheckHostPort(const std::string& value) {
-  return value.find(':') == std::string::npos ? "want HOST:PORT" : "";
+  const absl::StatusOr<HostPort> parsed = ParseHostPort(value);
+  return parsed.ok() ? std::string() : std::string(parsed.status().message());
 }
 
 }  // namespace
@@ -49,20 +47,7 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
                  "refuses anything else the server sends")
       ->required()
       ->take_all();
-  app.add_option("--device", options.extractor.device, "cpu, cuda or cuda:N")
-      ->capture_default_str()
-      ->check(CLI::Validator(CheckDevice, "DEVICE"));
-  app.add_option("--threads", options.extractor.num_threads, "intra-op threads; 0 uses every core")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size", options.extractor.batch_size,
-                 "probe samples per forward; 0 sizes batches from the sequence length and the "
-                 "device's free memory")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--allow-tf32", options.extractor.allow_tf32,
-               "on CUDA, let float32 matrix products use TF32 tensor cores (faster; about 1e-3 "
-               "relative deviation, see the README)");
+  AddExtractorFlags(app, options.extractor, /*with_dtype=*/false);
   app.add_option("--name", options.name, "this worker's name in job status (default HOST-PID)");
   app.add_option("--max-units", options.max_units,
                  "exit 0 after this many checkpoints; 0: no limit")

@@ -45,7 +45,7 @@ class Unpickler {
   }
   // Reads an n-byte little-endian unsigned integer.
   absl::StatusOr<uint64_t> ReadUint(size_t n) {
-    const char* p;
+    const char* p = nullptr;
     RETURN_IF_ERROR(Read(n, &p));
     uint64_t v = 0;
     for (size_t i = n; i-- > 0;) v = (v << 8) | static_cast<uint8_t>(p[i]);
@@ -157,7 +157,7 @@ absl::StatusOr<ValuePtr> Unpickler::Run() {
   using K = Value::Kind;
   while (true) {
     op_pos_ = pos_;
-    const char* p;
+    const char* p = nullptr;
     RETURN_IF_ERROR(Read(1, &p));
     const uint8_t op = static_cast<uint8_t>(*p);
     switch (op) {

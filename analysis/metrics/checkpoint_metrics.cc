@@ -1,6 +1,8 @@
 #include "analysis/metrics/checkpoint_metrics.h"
 
-#include <algorithm>
+#include <variant>
+
+#include "analysis/metrics/metric_catalog.h"
 
 namespace anisoscope::analysis {
 namespace {
@@ -18,47 +20,53 @@ using HiddenVector = Field<HiddenStateMetrics, std::vector<double>>;
 using CheckpointScalar = Field<CheckpointMetrics, double>;
 using CheckpointVector = Field<CheckpointMetrics, std::vector<double>>;
 
-const HeadScalar kHeadScalars[] = {
-    {"q_mean_norm", &HeadMetrics::q_mean_norm},
-    {"k_mean_norm", &HeadMetrics::k_mean_norm},
-    {"qk_mean_dot", &HeadMetrics::qk_mean_dot},
-    {"qk_mean_cosine", &HeadMetrics::qk_mean_cosine},
-    {"attn_entropy", &HeadMetrics::attn_entropy},
-    {"q_anisotropy", &HeadMetrics::q_anisotropy},
-    {"k_anisotropy", &HeadMetrics::k_anisotropy},
-    {"attn_max_prob", &HeadMetrics::attn_max_prob},
-    {"attn_min_prob", &HeadMetrics::attn_min_prob},
-    {"attn_median_prob", &HeadMetrics::attn_median_prob},
-    {"attn_first_token_mass", &HeadMetrics::attn_first_token_mass},
-};
-const HeadVector kHeadVectors[] = {
-    {"q_mean", &HeadMetrics::q_mean},
-    {"k_mean", &HeadMetrics::k_mean},
-    {"q_mean_pre_rotary", &HeadMetrics::q_mean_pre_rotary},
-    {"k_mean_pre_rotary", &HeadMetrics::k_mean_pre_rotary},
-};
-const HeadVector kSampleVectors[] = {
-    {"q_sample", &HeadMetrics::q_sample},
-    {"k_sample", &HeadMetrics::k_sample},
-};
-const HiddenScalar kHiddenScalars[] = {
-    {"hidden_anisotropy", &HiddenStateMetrics::anisotropy},
-    {"hidden_mean_norm", &HiddenStateMetrics::mean_norm},
-    {"hidden_sv_skewness", &HiddenStateMetrics::sv_skewness},
-    {"hidden_sv_median", &HiddenStateMetrics::sv_median},
-    {"hidden_ev_1", &HiddenStateMetrics::ev_1},
-    {"hidden_ev_10", &HiddenStateMetrics::ev_10},
-    {"hidden_isoscore", &HiddenStateMetrics::isoscore},
-    {"hidden_token_uniformity", &HiddenStateMetrics::token_uniformity},
-    {"hidden_first_token_uniformity", &HiddenStateMetrics::first_token_uniformity},
-    {"hidden_max_abs", &HiddenStateMetrics::max_abs},
-    {"hidden_median_abs", &HiddenStateMetrics::median_abs},
-};
-const HiddenVector kHiddenVectors[] = {{"hidden_spectrum", &HiddenStateMetrics::spectrum}};
-const CheckpointScalar kCheckpointScalars[] = {
-    {"embed_partition_isotropy", &CheckpointMetrics::embed_partition_isotropy}};
-const CheckpointVector kCheckpointVectors[] = {
-    {"final_norm_gain", &CheckpointMetrics::final_norm_gain}};
+// The catalogue's entries whose value is a `Value Metrics::*` field (metric_catalog.cc, the
+// one list), the token samples or the others, in catalogue order.
+template <typename Metrics, typename Value>
+std::vector<Field<Metrics, Value>> CatalogFields(bool token_samples) {
+  std::vector<Field<Metrics, Value>> fields;
+  for (const MetricInfo& info : MetricCatalog()) {
+    const auto* member = std::get_if<Value Metrics::*>(&info.field);
+    if (member != nullptr && info.token_sample == token_samples) {
+      fields.push_back({info.name.c_str(), *member});
+    }
+  }
+  return fields;
+}
+
+const std::vector<HeadScalar>& HeadScalars() {
+  static const std::vector<HeadScalar> fields = CatalogFields<HeadMetrics, double>(false);
+  return fields;
+}
+const std::vector<HeadVector>& HeadVectors() {
+  static const std::vector<HeadVector> fields =
+      CatalogFields<HeadMetrics, std::vector<double>>(false);
+  return fields;
+}
+const std::vector<HeadVector>& SampleVectors() {
+  static const std::vector<HeadVector> fields =
+      CatalogFields<HeadMetrics, std::vector<double>>(true);
+  return fields;
+}
+const std::vector<HiddenScalar>& HiddenScalars() {
+  static const std::vector<HiddenScalar> fields = CatalogFields<HiddenStateMetrics, double>(false);
+  return fields;
+}
+const std::vector<HiddenVector>& HiddenVectors() {
+  static const std::vector<HiddenVector> fields =
+      CatalogFields<HiddenStateMetrics, std::vector<double>>(false);
+  return fields;
+}
+const std::vector<CheckpointScalar>& CheckpointScalars() {
+  static const std::vector<CheckpointScalar> fields =
+      CatalogFields<CheckpointMetrics, double>(false);
+  return fields;
+}
+const std::vector<CheckpointVector>& CheckpointVectors() {
+  static const std::vector<CheckpointVector> fields =
+      CatalogFields<CheckpointMetrics, std::vector<double>>(false);
+  return fields;
+}
 
 template <typename Table>
 std::vector<std::string> NamesOf(const Table& table) {
@@ -67,46 +75,43 @@ std::vector<std::string> NamesOf(const Table& table) {
   return names;
 }
 
-bool Contains(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 }  // namespace
 
 const std::vector<std::string>& PerHeadMetricNames() {
-  static const std::vector<std::string> names = NamesOf(kHeadScalars);
+  static const std::vector<std::string> names = NamesOf(HeadScalars());
   return names;
 }
 const std::vector<std::string>& PerHiddenStateMetricNames() {
-  static const std::vector<std::string> names = NamesOf(kHiddenScalars);
+  static const std::vector<std::string> names = NamesOf(HiddenScalars());
   return names;
 }
 const std::vector<std::string>& PerCheckpointMetricNames() {
-  static const std::vector<std::string> names = NamesOf(kCheckpointScalars);
+  static const std::vector<std::string> names = NamesOf(CheckpointScalars());
   return names;
 }
 const std::vector<std::string>& PerBlockMetricNames() {
-  static const std::vector<std::string> names = {"qk_mean_cosine_concat"};
+  static const std::vector<std::string> names =
+      CatalogNames(MetricScope::kBlock, MetricKind::kScalar);
   return names;
 }
 const std::vector<std::string>& PerHeadVectorKinds() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> kinds = NamesOf(kHeadVectors);
+    std::vector<std::string> kinds = NamesOf(HeadVectors());
     for (const std::string& kind : TokenSampleKinds()) kinds.push_back(kind);
     return kinds;
   }();
   return names;
 }
 const std::vector<std::string>& TokenSampleKinds() {
-  static const std::vector<std::string> names = NamesOf(kSampleVectors);
+  static const std::vector<std::string> names = NamesOf(SampleVectors());
   return names;
 }
 const std::vector<std::string>& PerHiddenStateVectorKinds() {
-  static const std::vector<std::string> names = NamesOf(kHiddenVectors);
+  static const std::vector<std::string> names = NamesOf(HiddenVectors());
   return names;
 }
 const std::vector<std::string>& PerCheckpointVectorKinds() {
-  static const std::vector<std::string> names = NamesOf(kCheckpointVectors);
+  static const std::vector<std::string> names = NamesOf(CheckpointVectors());
   return names;
 }
 
@@ -122,68 +127,73 @@ const std::vector<std::string>& AllVectorKinds() {
 }
 
 bool MayBeUndefined(std::string_view name) {
-  static const std::vector<std::string> undefined = {"qk_mean_cosine",
-                                                     "q_anisotropy",
-                                                     "k_anisotropy",
-                                                     "qk_mean_cosine_concat",
-                                                     "hidden_anisotropy",
-                                                     "hidden_token_uniformity",
-                                                     "hidden_first_token_uniformity",
-                                                     "hidden_spectrum",
-                                                     "hidden_sv_skewness",
-                                                     "hidden_sv_median",
-                                                     "hidden_ev_1",
-                                                     "hidden_ev_10",
-                                                     "hidden_isoscore"};
-  return Contains(undefined, name);
+  const MetricInfo* info = FindMetric(name);
+  return info != nullptr && info->may_be_undefined;
 }
 
 std::optional<MetricScope> ScopeOfMetric(std::string_view name) {
-  if (Contains(PerHeadMetricNames(), name)) return MetricScope::kHead;
-  if (Contains(PerHiddenStateMetricNames(), name)) return MetricScope::kHiddenState;
-  if (Contains(PerCheckpointMetricNames(), name)) return MetricScope::kCheckpoint;
-  if (Contains(PerBlockMetricNames(), name)) return MetricScope::kBlock;
-  return std::nullopt;
+  const MetricInfo* info = FindMetric(name);
+  if (info == nullptr || info->kind != MetricKind::kScalar) return std::nullopt;
+  return info->scope;
 }
 
 std::optional<MetricScope> ScopeOfVectorKind(std::string_view kind) {
-  if (Contains(PerHeadVectorKinds(), kind)) return MetricScope::kHead;
-  if (Contains(PerHiddenStateVectorKinds(), kind)) return MetricScope::kHiddenState;
-  if (Contains(PerCheckpointVectorKinds(), kind)) return MetricScope::kCheckpoint;
-  return std::nullopt;
+  const MetricInfo* info = FindMetric(kind);
+  if (info == nullptr || info->kind != MetricKind::kVector) return std::nullopt;
+  return info->scope;
+}
+
+MetricGroup MetricGroupOf(std::string_view name) {
+  const MetricInfo* info = FindMetric(name);
+  return info == nullptr ? MetricGroup::kCore : info->group;
 }
 
 void ForEachScalar(
     const CheckpointMetrics& metrics,
     const std::function<void(std::string_view name, int layer, int head, double value)>& fn) {
+  const auto asked = [&metrics](const char* name) {
+    return Has(metrics.groups, MetricGroupOf(name));
+  };
   for (const HeadMetrics& m : metrics.heads) {
-    for (const HeadScalar& field : kHeadScalars) fn(field.name, m.layer, m.head, m.*field.member);
+    for (const HeadScalar& field : HeadScalars()) {
+      if (asked(field.name)) fn(field.name, m.layer, m.head, m.*field.member);
+    }
   }
   for (const HiddenStateMetrics& m : metrics.hidden_states) {
-    for (const HiddenScalar& field : kHiddenScalars) fn(field.name, m.index, -1, m.*field.member);
+    for (const HiddenScalar& field : HiddenScalars()) {
+      if (asked(field.name)) fn(field.name, m.index, -1, m.*field.member);
+    }
   }
-  for (const CheckpointScalar& field : kCheckpointScalars)
-    fn(field.name, -1, -1, metrics.*field.member);
+  for (const CheckpointScalar& field : CheckpointScalars()) {
+    if (asked(field.name)) fn(field.name, -1, -1, metrics.*field.member);
+  }
 }
 
 void ForEachVector(const CheckpointMetrics& metrics,
                    const std::function<void(std::string_view kind, int layer, int head,
                                             const std::vector<double>& values)>& fn) {
   for (const HeadMetrics& m : metrics.heads) {
-    for (const HeadVector& field : kHeadVectors) {
+    for (const HeadVector& field : HeadVectors()) {
       if (!(m.*field.member).empty()) fn(field.name, m.layer, m.head, m.*field.member);
     }
-    for (const HeadVector& field : kSampleVectors) {
+    for (const HeadVector& field : SampleVectors()) {
       if (!(m.*field.member).empty()) fn(field.name, m.layer, m.head, m.*field.member);
     }
   }
+  const auto asked = [&metrics](const char* name) {
+    return Has(metrics.groups, MetricGroupOf(name));
+  };
   for (const HiddenStateMetrics& m : metrics.hidden_states) {
-    for (const HiddenVector& field : kHiddenVectors) {
-      if (!(m.*field.member).empty()) fn(field.name, m.index, -1, m.*field.member);
+    for (const HiddenVector& field : HiddenVectors()) {
+      if (asked(field.name) && !(m.*field.member).empty()) {
+        fn(field.name, m.index, -1, m.*field.member);
+      }
     }
   }
-  for (const CheckpointVector& field : kCheckpointVectors) {
-    if (!(metrics.*field.member).empty()) fn(field.name, -1, -1, metrics.*field.member);
+  for (const CheckpointVector& field : CheckpointVectors()) {
+    if (asked(field.name) && !(metrics.*field.member).empty()) {
+      fn(field.name, -1, -1, metrics.*field.member);
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // CheckpointMetrics: everything METRICS.md defines, for one checkpoint and one probe.
-// Plain data, no LibTorch: the server includes it. The names below are the one home of the
-// stored metric and vector names.
+// Plain data, no LibTorch: the server includes it. The name lists below derive from the
+// metric catalogue (metric_catalog.h), the one home of the stored metric and vector names.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/metrics/metric_groups.h"
 #include "analysis/models/model_shape.h"
 
 namespace anisoscope::analysis {
@@ -58,6 +59,9 @@ struct HiddenStateMetrics {
 };
 
 struct CheckpointMetrics {
+  // The groups computed; the metrics of the others are 0 (vectors empty) and are neither
+  // uploaded nor stored (ForEachScalar, ForEachVector skip them).
+  MetricGroups groups = kAllMetricGroups;
   ModelShape shape;
   int64_t num_samples = 0;
   int64_t num_tokens = 0;          // valid tokens
@@ -105,14 +109,19 @@ bool MayBeUndefined(std::string_view name);
 std::optional<MetricScope> ScopeOfMetric(std::string_view name);
 std::optional<MetricScope> ScopeOfVectorKind(std::string_view kind);
 
-// Calls `fn(name, layer, head, value)` for every scalar, with (layer, head) as MetricScope
-// says.
+// The group of a stored scalar metric or vector kind (metric_groups.h); kCore for the
+// per-block and token-sample names and for an unknown name.
+MetricGroup MetricGroupOf(std::string_view name);
+
+// Calls `fn(name, layer, head, value)` for every scalar of `metrics.groups`, with
+// (layer, head) as MetricScope says.
 void ForEachScalar(
     const CheckpointMetrics& metrics,
     const std::function<void(std::string_view name, int layer, int head, double value)>& fn);
 
-// Calls `fn(kind, layer, head, values)` for every stored vector, skipping the empty ones
-// (pre-rotary means of non-rotary models, token samples when none are kept).
+// Calls `fn(kind, layer, head, values)` for every stored vector of `metrics.groups`,
+// skipping the empty ones (pre-rotary means of non-rotary models, token samples when none
+// are kept).
 void ForEachVector(const CheckpointMetrics& metrics,
                    const std::function<void(std::string_view kind, int layer, int head,
                                             const std::vector<double>& values)>& fn);

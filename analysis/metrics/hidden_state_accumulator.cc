@@ -11,15 +11,21 @@ double Scalar(const at::Tensor& value) { return value.to(at::kCPU).item<double>(
 
 }  // namespace
 
-HiddenStateAccumulator::HiddenStateAccumulator(int64_t dim, const at::Device& device) {
+HiddenStateAccumulator::HiddenStateAccumulator(int64_t dim, const at::Device& device,
+                                               MetricGroups groups)
+    : groups_(groups) {
   const at::TensorOptions options = at::TensorOptions().dtype(at::kDouble).device(device);
   sum_ = at::zeros({dim}, options);
   unit_sum_ = at::zeros({dim}, options);
-  shifted_gram_ = at::zeros({dim, dim}, options);
-  first_unit_sum_ = at::zeros({dim}, options);
-  uniformity_sum_ = at::zeros({}, options);
-  max_abs_ = at::zeros({}, options);
-  median_abs_sum_ = at::zeros({}, options);
+  if (Has(groups_, MetricGroup::kSpectra)) shifted_gram_ = at::zeros({dim, dim}, options);
+  if (Has(groups_, MetricGroup::kUniformity)) {
+    first_unit_sum_ = at::zeros({dim}, options);
+    uniformity_sum_ = at::zeros({}, options);
+  }
+  if (Has(groups_, MetricGroup::kActivations)) {
+    max_abs_ = at::zeros({}, options);
+    median_abs_sum_ = at::zeros({}, options);
+  }
 }
 
 void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& valid,
@@ -29,7 +35,7 @@ void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& val
   const at::Tensor batch_sum = x.reshape({-1, dim}).sum(0);
   if (!shift_.defined() && valid_count > 0) shift_ = batch_sum / static_cast<double>(valid_count);
   sum_ += batch_sum;
-  if (shift_.defined()) {
+  if (shift_.defined() && Has(groups_, MetricGroup::kSpectra)) {
     // float64 products: float32 ones (summed in float32 inside the BLAS) put the singular
     // values of a rank-deficient state (the embedding output of a probe with fewer distinct
     // tokens than d) at about sqrt(eps_float32) σ_1 = 2e-4 σ_1 instead of 0. Padded rows are 0.
@@ -41,15 +47,19 @@ void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& val
       x / at::linalg_vector_norm(x, 2, {-1}, /*keepdim=*/true).clamp_min(1e-300);
   const at::Tensor sample_units = units.sum(1);  // [B, D]
   unit_sum_ += sample_units.sum(0);
-  first_unit_sum_ += units.select(1, 0).sum(0);
-  // TokenUni: u_s = (‖Σ_{t∈s} x̂_t‖² − n_s) / (n_s(n_s − 1)) for samples with n_s >= 2.
-  const at::Tensor n =
-      at::tensor(lengths, at::TensorOptions().dtype(at::kLong)).to(x.device(), at::kDouble);
-  const at::Tensor u = (sample_units.pow(2).sum(-1) - n) / (n * (n - 1)).clamp_min(1);
-  uniformity_sum_ += u.masked_fill(n < 2, 0).sum();
-  for (int64_t length : lengths) uniformity_samples_ += length >= 2 ? 1 : 0;
-  max_abs_ = at::maximum(max_abs_, x.abs().amax());
-  median_abs_sum_ += MedianAbsSum(hidden, lengths);
+  if (Has(groups_, MetricGroup::kUniformity)) {
+    first_unit_sum_ += units.select(1, 0).sum(0);
+    // TokenUni: u_s = (‖Σ_{t∈s} x̂_t‖² − n_s) / (n_s(n_s − 1)) for samples with n_s >= 2.
+    const at::Tensor n =
+        at::tensor(lengths, at::TensorOptions().dtype(at::kLong)).to(x.device(), at::kDouble);
+    const at::Tensor u = (sample_units.pow(2).sum(-1) - n) / (n * (n - 1)).clamp_min(1);
+    uniformity_sum_ += u.masked_fill(n < 2, 0).sum();
+    for (int64_t length : lengths) uniformity_samples_ += length >= 2 ? 1 : 0;
+  }
+  if (Has(groups_, MetricGroup::kActivations)) {
+    max_abs_ = at::maximum(max_abs_, x.abs().amax());
+    median_abs_sum_ += MedianAbsSum(hidden, lengths);
+  }
   count_ += valid_count;
   samples_ += static_cast<int64_t>(lengths.size());
 }
@@ -61,21 +71,27 @@ HiddenStateMetrics HiddenStateAccumulator::Finish(int index) const {
   const double count = static_cast<double>(count_);
   m.anisotropy = Scalar(MeanPairwiseCosine(unit_sum_, count_));
   m.mean_norm = Scalar(at::linalg_vector_norm(sum_ / count, 2));
-  const at::Tensor& shift = shift_;
-  const SpectralStatistics spectral =
-      ComputeSpectralStatistics(shifted_gram_, sum_ - count * shift, shift, count_);
-  m.spectrum = spectral.spectrum;
-  m.sv_skewness = spectral.sv_skewness;
-  m.sv_median = spectral.sv_median;
-  m.ev_1 = spectral.ev_1;
-  m.ev_10 = spectral.ev_10;
-  m.isoscore = spectral.isoscore;
-  m.token_uniformity = uniformity_samples_ > 0
-                           ? Scalar(uniformity_sum_) / static_cast<double>(uniformity_samples_)
-                           : 0.0;
-  m.first_token_uniformity = Scalar(MeanPairwiseCosine(first_unit_sum_, samples_));
-  m.max_abs = Scalar(max_abs_);
-  m.median_abs = Scalar(median_abs_sum_) / count;
+  if (Has(groups_, MetricGroup::kSpectra)) {
+    const at::Tensor& shift = shift_;
+    const SpectralStatistics spectral =
+        ComputeSpectralStatistics(shifted_gram_, sum_ - count * shift, shift, count_);
+    m.spectrum = spectral.spectrum;
+    m.sv_skewness = spectral.sv_skewness;
+    m.sv_median = spectral.sv_median;
+    m.ev_1 = spectral.ev_1;
+    m.ev_10 = spectral.ev_10;
+    m.isoscore = spectral.isoscore;
+  }
+  if (Has(groups_, MetricGroup::kUniformity)) {
+    m.token_uniformity = uniformity_samples_ > 0
+                             ? Scalar(uniformity_sum_) / static_cast<double>(uniformity_samples_)
+                             : 0.0;
+    m.first_token_uniformity = Scalar(MeanPairwiseCosine(first_unit_sum_, samples_));
+  }
+  if (Has(groups_, MetricGroup::kActivations)) {
+    m.max_abs = Scalar(max_abs_);
+    m.median_abs = Scalar(median_abs_sum_) / count;
+  }
   return m;
 }
 

@@ -4,7 +4,10 @@
 // about s so that they hold the spread and not the mean), per-sample Σx̂ (token
 // uniformity), Σx̂ at position 0 (first-token uniformity), max |x| and Σ median |x|.
 //
-// Holds O(d²) state, never a batch's activations past Add. Not thread-safe.
+// Only the statistics of the groups it is given are accumulated (metric_groups.h): core
+// (mean, anisotropy) always; spectra (the second moments), uniformity and activations
+// when asked. Holds O(d²) state (O(d) without spectra), never a batch's activations past
+// Add. Not thread-safe.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -13,22 +16,26 @@
 #include <vector>
 
 #include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metrics/metric_groups.h"
 
 namespace anisoscope::analysis {
 
 class HiddenStateAccumulator {
  public:
-  HiddenStateAccumulator(int64_t dim, const at::Device& device);
+  HiddenStateAccumulator(int64_t dim, const at::Device& device,
+                         MetricGroups groups = kAllMetricGroups);
 
   // hidden [B, T, D]; valid [B, T] float64 0/1; `lengths` [B] the samples' valid lengths
   // (right padding) and `valid_count` their sum, known on the host.
   void Add(const at::Tensor& hidden, const at::Tensor& valid, const std::vector<int64_t>& lengths,
            int64_t valid_count);
 
-  // The statistics of everything added so far, as hidden state `index`.
+  // The statistics of everything added so far, as hidden state `index`; those of groups not
+  // asked for are left 0 (the spectrum empty).
   HiddenStateMetrics Finish(int index) const;
 
  private:
+  MetricGroups groups_;
   at::Tensor sum_;             // [D] Σ x
   at::Tensor unit_sum_;        // [D] Σ x̂
   at::Tensor shift_;           // [D] s: the first batch's mean; undefined before

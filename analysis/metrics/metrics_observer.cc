@@ -19,11 +19,17 @@ std::vector<double> ToVector(const at::Tensor& cpu_row) {
 }  // namespace
 
 MetricsObserver::MetricsObserver(const ModelShape& shape, const at::Device& device,
-                                 const std::vector<int64_t>& sample_lengths, int64_t token_samples)
-    : shape_(shape), sample_lengths_(sample_lengths), sampler_(sample_lengths, token_samples) {
+                                 const std::vector<int64_t>& sample_lengths, int64_t token_samples,
+                                 MetricGroups groups)
+    : shape_(shape),
+      groups_(groups),
+      sample_lengths_(sample_lengths),
+      sampler_(sample_lengths, token_samples) {
   const at::TensorOptions doubles = at::TensorOptions().dtype(at::kDouble).device(device);
   entropy_sum_ = at::zeros({shape.num_layers, shape.num_heads}, doubles);
-  attention_sums_ = at::zeros({shape.num_layers, kNumAttentionStats, shape.num_heads}, doubles);
+  if (Has(groups_, MetricGroup::kSharpness)) {
+    attention_sums_ = at::zeros({shape.num_layers, kNumAttentionStats, shape.num_heads}, doubles);
+  }
   for (int layer = 0; layer < shape.num_layers; ++layer) {
     queries_.emplace_back(shape.num_heads, shape.head_dim, device);
     keys_.emplace_back(shape.num_heads, shape.head_dim, device);
@@ -35,7 +41,7 @@ MetricsObserver::MetricsObserver(const ModelShape& shape, const at::Device& devi
     }
   }
   for (int index = 0; index <= shape.num_layers; ++index) {
-    hidden_.emplace_back(shape.hidden_size, device);
+    hidden_.emplace_back(shape.hidden_size, device, groups_);
   }
 }
 
@@ -66,7 +72,9 @@ void MetricsObserver::OnAttention(int layer, const at::Tensor& query, const at::
       p.clamp_min(std::numeric_limits<float>::min()).log_().mul_(p).sum(-1).neg_();  // [B, H, T]
   entropy_sum_[layer] +=
       (row_entropy.to(at::kDouble) * valid_.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
-  attention_sums_[layer] += AttentionRowSums(p, lengths_, shape_.causal);
+  if (Has(groups_, MetricGroup::kSharpness)) {
+    attention_sums_[layer] += AttentionRowSums(p, lengths_, shape_.causal);
+  }
   if (!selection_.empty()) {
     KeepSamples(query, query_samples_[layer]);
     KeepSamples(key, key_samples_[layer]);
@@ -97,13 +105,15 @@ void MetricsObserver::OnPreRotary(int layer, const at::Tensor& query, const at::
 
 CheckpointMetrics MetricsObserver::Finish() const {
   CheckpointMetrics metrics;
+  metrics.groups = groups_;
   metrics.shape = shape_;
   metrics.num_samples = num_samples_;
   metrics.num_tokens = queries_.empty() ? 0 : queries_[0].count();
   metrics.token_samples = sampler_.count();
   const double tokens = static_cast<double>(std::max<int64_t>(metrics.num_tokens, 1));
   const at::Tensor entropy = (entropy_sum_ / tokens).cpu();
-  const at::Tensor attention = (attention_sums_ / tokens).cpu();
+  const bool sharpness = Has(groups_, MetricGroup::kSharpness);
+  const at::Tensor attention = sharpness ? (attention_sums_ / tokens).cpu() : at::Tensor();
   for (int layer = 0; layer < shape_.num_layers; ++layer) {
     const at::Tensor q_mean = queries_[layer].Mean().cpu();
     const at::Tensor k_mean = keys_[layer].Mean().cpu();
@@ -145,10 +155,12 @@ CheckpointMetrics MetricsObserver::Finish() const {
       m.attn_entropy = entropy[layer][head].item<double>();
       m.q_anisotropy = q_anisotropy[head].item<double>();
       m.k_anisotropy = k_anisotropy[head].item<double>();
-      m.attn_max_prob = attention[layer][kMaxProb][head].item<double>();
-      m.attn_min_prob = attention[layer][kMinProb][head].item<double>();
-      m.attn_median_prob = attention[layer][kMedianProb][head].item<double>();
-      m.attn_first_token_mass = attention[layer][kFirstTokenMass][head].item<double>();
+      if (sharpness) {
+        m.attn_max_prob = attention[layer][kMaxProb][head].item<double>();
+        m.attn_min_prob = attention[layer][kMinProb][head].item<double>();
+        m.attn_median_prob = attention[layer][kMedianProb][head].item<double>();
+        m.attn_first_token_mass = attention[layer][kFirstTokenMass][head].item<double>();
+      }
       metrics.heads.push_back(std::move(m));
     }
   }

@@ -13,6 +13,7 @@
 
 #include "analysis/metrics/checkpoint_metrics.h"
 #include "analysis/metrics/hidden_state_accumulator.h"
+#include "analysis/metrics/metric_groups.h"
 #include "analysis/metrics/token_sampler.h"
 #include "analysis/metrics/vector_accumulator.h"
 #include "analysis/models/transformer_model.h"
@@ -22,9 +23,11 @@ namespace anisoscope::analysis {
 class MetricsObserver : public ForwardObserver {
  public:
   // `sample_lengths`: the probe's samples in probe order; `token_samples`: M, the Q and K
-  // positions kept per head (0: none; at most the probe's tokens).
+  // positions kept per head (0: none; at most the probe's tokens); `groups`: the metric
+  // groups computed (the others are left 0 and CheckpointMetrics::groups says so).
   MetricsObserver(const ModelShape& shape, const at::Device& device,
-                  const std::vector<int64_t>& sample_lengths, int64_t token_samples);
+                  const std::vector<int64_t>& sample_lengths, int64_t token_samples,
+                  MetricGroups groups = kAllMetricGroups);
 
   // Call before each forward with that batch's validity mask [B, T] (bool, on device, right
   // padding), its number of valid positions (known on the host: no device sync) and the
@@ -44,6 +47,7 @@ class MetricsObserver : public ForwardObserver {
   void KeepSamples(const at::Tensor& vectors, at::Tensor& samples) const;
 
   ModelShape shape_;
+  MetricGroups groups_;
   std::vector<int64_t> sample_lengths_;
   TokenSampler sampler_;
   at::Tensor valid_;  // [B, T] float64 0/1 of the current batch
@@ -57,7 +61,7 @@ class MetricsObserver : public ForwardObserver {
   std::vector<VectorAccumulator> pre_rotary_keys_;
   std::vector<HiddenStateAccumulator> hidden_;  // per hidden state
   at::Tensor entropy_sum_;                      // [L, H] float64
-  at::Tensor attention_sums_;                   // [L, kNumAttentionStats, H] float64
+  at::Tensor attention_sums_;  // [L, kNumAttentionStats, H] float64; with sharpness only
   std::vector<at::Tensor> query_samples_;       // per layer [M, H, d_h] float32
   std::vector<at::Tensor> key_samples_;
 };

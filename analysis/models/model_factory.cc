@@ -1,8 +1,11 @@
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analysis/models/bert_model.h"
 #include "analysis/models/gpt2_model.h"
 #include "analysis/models/gpt_neox_model.h"
@@ -13,29 +16,85 @@
 namespace anisoscope::analysis {
 namespace {
 
-constexpr char kSupportedFamilies[] =
-    "bert (Bert*), gpt_neox (GPTNeoX*), gpt2 (GPT2*), llama (Llama*, Mistral*, Qwen2*; "
-    "model_type llama, mistral, qwen2), olmo2 (Olmo2*), by config.json model_type or "
-    "architectures";
+using ModelFactory = absl::StatusOr<std::unique_ptr<TransformerModel>> (*)(
+    const Checkpoint& checkpoint, const std::string& family, const at::Device& device,
+    at::ScalarType dtype);
 
-// The family named by model_type, else by the first architectures entry.
+template <typename Model>
+absl::StatusOr<std::unique_ptr<TransformerModel>> Create(const Checkpoint& checkpoint,
+                                                         const std::string& /*family*/,
+                                                         const at::Device& device,
+                                                         at::ScalarType dtype) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(checkpoint, device, dtype));
+  return std::unique_ptr<TransformerModel>(std::move(model));
+}
+
+absl::StatusOr<std::unique_ptr<TransformerModel>> CreateLlama(const Checkpoint& checkpoint,
+                                                              const std::string& family,
+                                                              const at::Device& device,
+                                                              at::ScalarType dtype) {
+  ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
+                   LlamaModel::Create(checkpoint, family, device, dtype));
+  return std::unique_ptr<TransformerModel>(std::move(model));
+}
+
+// A model family: the name the engine knows it by, how config.json names it, and its model.
+struct ModelFamily {
+  const char* name;
+  // config.json model_type values of the family (the first is its own name).
+  std::vector<const char*> model_types;
+  // Prefixes of config.json's architectures[0] (a config without model_type).
+  std::vector<const char*> architectures;
+  ModelFactory create;
+};
+
+// The one table of supported families: adding one is one row.
+const std::vector<ModelFamily>& Families() {
+  static const auto* const families = new std::vector<ModelFamily>{
+      {"bert", {"bert"}, {"Bert"}, &Create<BertModel>},
+      {"gpt_neox", {"gpt_neox"}, {"GPTNeoX"}, &Create<GPTNeoXModel>},
+      {"gpt2", {"gpt2"}, {"GPT2"}, &Create<GPT2Model>},
+      {"llama", {"llama", "mistral", "qwen2"}, {"Llama", "Mistral", "Qwen2"}, &CreateLlama},
+      {"olmo2", {"olmo2"}, {"Olmo2"}, &CreateLlama},
+  };
+  return *families;
+}
+
+// "bert (Bert*), ..., llama (Llama*, Mistral*, Qwen2*; model_type llama, mistral, qwen2),
+// ..., by config.json model_type or architectures".
+std::string SupportedFamilies() {
+  std::string text;
+  for (const ModelFamily& family : Families()) {
+    if (!text.empty()) text += ", ";
+    absl::StrAppend(&text, family.name, " (");
+    absl::StrAppend(&text, absl::StrJoin(family.architectures, "*, "), "*");
+    if (family.model_types.size() > 1) {
+      absl::StrAppend(&text, "; model_type ", absl::StrJoin(family.model_types, ", "));
+    }
+    text += ")";
+  }
+  return absl::StrCat(text, ", by config.json model_type or architectures");
+}
+
+// The family named by model_type, else by the first architectures entry; the name found
+// when no family has it (for the error), "" when the config names none.
 std::string FamilyOf(const nlohmann::json& config) {
   if (config.contains("model_type") && config["model_type"].is_string()) {
     const std::string model_type = config["model_type"].get<std::string>();
-    for (const char* llama_shaped : {"llama", "mistral", "qwen2"}) {
-      if (model_type == llama_shaped) return "llama";
+    for (const ModelFamily& family : Families()) {
+      for (const char* name : family.model_types) {
+        if (model_type == name) return family.name;
+      }
     }
     return model_type;
   }
   if (config.contains("architectures") && config["architectures"].is_array() &&
       !config["architectures"].empty() && config["architectures"][0].is_string()) {
     const std::string architecture = config["architectures"][0].get<std::string>();
-    if (absl::StartsWith(architecture, "Bert")) return "bert";
-    if (absl::StartsWith(architecture, "GPTNeoX")) return "gpt_neox";
-    if (absl::StartsWith(architecture, "GPT2")) return "gpt2";
-    if (absl::StartsWith(architecture, "Olmo2")) return "olmo2";
-    for (const char* llama_shaped : {"Llama", "Mistral", "Qwen2"}) {
-      if (absl::StartsWith(architecture, llama_shaped)) return "llama";
+    for (const ModelFamily& family : Families()) {
+      for (const char* prefix : family.architectures) {
+        if (absl::StartsWith(architecture, prefix)) return family.name;
+      }
     }
     return architecture;
   }
@@ -57,30 +116,13 @@ absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& 
   ASSIGN_OR_RETURN(at::ScalarType dtype, ParseDtype(options.dtype));
   const at::Device device(options.device);
   const std::string family = FamilyOf(checkpoint.config());
-  if (family == "bert") {
-    ASSIGN_OR_RETURN(std::unique_ptr<BertModel> model,
-                     BertModel::Create(checkpoint, device, dtype));
-    return std::unique_ptr<TransformerModel>(std::move(model));
-  }
-  if (family == "gpt_neox") {
-    ASSIGN_OR_RETURN(std::unique_ptr<GPTNeoXModel> model,
-                     GPTNeoXModel::Create(checkpoint, device, dtype));
-    return std::unique_ptr<TransformerModel>(std::move(model));
-  }
-  if (family == "gpt2") {
-    ASSIGN_OR_RETURN(std::unique_ptr<GPT2Model> model,
-                     GPT2Model::Create(checkpoint, device, dtype));
-    return std::unique_ptr<TransformerModel>(std::move(model));
-  }
-  if (family == "llama" || family == "olmo2") {
-    ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                     LlamaModel::Create(checkpoint, family, device, dtype));
-    return std::unique_ptr<TransformerModel>(std::move(model));
+  for (const ModelFamily& known : Families()) {
+    if (family == known.name) return known.create(checkpoint, family, device, dtype);
   }
   return absl::InvalidArgumentError(
       absl::StrCat(checkpoint.config_path().string(), ": model family '",
                    family.empty() ? "(none: no model_type or architectures)" : family,
-                   "' is not supported; supported families: ", kSupportedFamilies));
+                   "' is not supported; supported families: ", SupportedFamilies()));
 }
 
 }  // namespace anisoscope::analysis

@@ -28,7 +28,7 @@ class ForwardObserver {
                            const at::Tensor& probs) = 0;
   // Rotary models only, before OnAttention: block `layer`'s query and key [B, H, T, d_h]
   // before the rotary embedding (the pass-through dimensions equal OnAttention's).
-  virtual void OnPreRotary(int layer, const at::Tensor& query, const at::Tensor& key) {}
+  virtual void OnPreRotary(int /*layer*/, const at::Tensor& /*query*/, const at::Tensor& /*key*/) {}
 };
 
 struct ModelOptions {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/metrics/metric_groups.h"
 #include "analysis/tokenizer/tokenizer.h"
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
 #include "common/file_gate.h"
@@ -26,6 +27,8 @@ struct Probe {
   std::string description;
   // M: the positions whose Q and K are kept per head (METRICS.md "Token samples"); 0: none.
   int64_t token_samples = kDefaultTokenSamples;
+  // The metric groups computed over it (metric_groups.h); not part of the id.
+  MetricGroups metric_groups = kAllMetricGroups;
 
   int64_t num_tokens() const;
   int64_t max_length() const;
@@ -50,6 +53,8 @@ struct ProbeSpec {
   int64_t seq_len = 0;
   // Probe::token_samples of the built probe.
   int64_t token_samples = kDefaultTokenSamples;
+  // Probe::metric_groups of the built probe.
+  MetricGroups metric_groups = kAllMetricGroups;
 };
 
 // "p" + 32 hex digits: the first 128 bits of SHA-256 over the sample count, then per sample

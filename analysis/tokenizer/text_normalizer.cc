@@ -22,9 +22,11 @@ const icu::Normalizer2* UnicodeNormalizerOf(Kind kind) {
       return icu::Normalizer2::getNFKCInstance(status);
     case Kind::kNfkd:
       return icu::Normalizer2::getNFKDInstance(status);
-    default:
-      return nullptr;
+    case Kind::kPrepend:
+    case Kind::kReplace:
+      break;
   }
+  return nullptr;
 }
 
 void UnicodeNormalize(const icu::Normalizer2& normalizer, std::string* text) {
@@ -51,7 +53,10 @@ std::string TextNormalizer::Normalize(std::string_view text) const {
       case Kind::kReplace:
         out = absl::StrReplaceAll(out, {{step.text, step.replacement}});
         break;
-      default:
+      case Kind::kNfc:
+      case Kind::kNfd:
+      case Kind::kNfkc:
+      case Kind::kNfkd:
         UnicodeNormalize(*UnicodeNormalizerOf(step.kind), &out);
         break;
     }

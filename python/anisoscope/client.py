@@ -34,9 +34,8 @@ def _alarm_state_word(state):
 
 def _set_step_range(request, steps, from_step, to_step):
     """Sets request.from_step/to_step to [from_step, to_step] narrowed to the span of the
-    `steps` (a selection, or None) inside it; the caller still filters by `steps`."""
-    if from_step is not None and to_step is not None and from_step > to_step:
-        raise ValueError(f"from_step {from_step} is after to_step {to_step}")
+    `steps` (a selection, or None) inside it; the caller still filters by `steps`. The
+    server checks that from_step is not after to_step."""
     if steps is not None:
         inside = [step for step in steps if (from_step is None or step >= from_step)
                   and (to_step is None or step <= to_step)]
@@ -116,9 +115,9 @@ class Client:
         head is -1 for per-hidden-state metrics (see anisoscope.frames). Reshape it with
         anisoscope.wide (step x (layer, head)) or anisoscope.layer_means (step x layer).
 
-        metric: qk_mean_cosine, qk_mean_dot, q_mean_norm, k_mean_norm, attn_entropy,
-            q_anisotropy, k_anisotropy (per head); hidden_anisotropy, hidden_mean_norm
-            (per hidden state: layer 0 is the embeddings).
+        metric: a scalar of the catalogue (Client.metrics(), kind "scalar"): scope "head"
+            (one series per layer and head), "hidden_state" (layer: the hidden state, 0
+            the embeddings), "block" (derived per layer) or "checkpoint" (layer -1).
         layers, heads, steps: an int, an iterable of ints, or None for all.
         from_step, to_step: only steps in [from_step, to_step].
         since_step: only steps after this one (incremental polling).
@@ -154,9 +153,10 @@ class Client:
                 probe=None):
         """One head's mean query or key vector at each step, as anisoscope.Vectors.
 
-        kind: q_mean, k_mean, or (rotary models) q_mean_pre_rotary, k_mean_pre_rotary;
-            q_sample, k_sample (M x head_dim, row-major); hidden_spectrum (layer: the hidden
-            state's index, head ignored); final_norm_gain (layer and head ignored).
+        kind: a vector kind of the catalogue (Client.metrics(), kind "vector"): scope
+            "head" (layer and head), "hidden_state" (layer: the hidden state's index, head
+            ignored) or "checkpoint" (layer and head ignored); token samples are
+            M x head_dim, row-major.
         Returns Vectors(steps, values): steps int64 [n], values float64 [n, size].
         steps: an int, an iterable of ints, or None for all; from_step, to_step: a range.
         """
@@ -217,6 +217,23 @@ class Client:
                            y_metric=response.y_metric)
         return frame
 
+    def metrics(self):
+        """The server's metric catalogue: every metric (series) and vector kind (vectors),
+        as a DataFrame with one row each, in the catalogue's order (docs/metrics.md).
+
+        Columns: name, scope ("head", "hidden_state", "block" or "checkpoint"), kind
+        ("scalar" or "vector"), group, families ("all" or "rotary"), token_sample,
+        derived, may_be_undefined, baseline ("head", "hidden" or ""), label, unit,
+        definition, meaning. frame.attrs["groups"] maps each metric group, in order, to
+        {"summary": ..., "metrics": [...]}.
+        """
+        response = self._call(self._queries.ListMetrics, pb.ListMetricsRequest())
+        frame = frames.metrics_frame(response.metrics)
+        frame.attrs["groups"] = {group.name: {"summary": group.summary,
+                                              "metrics": list(group.metrics)}
+                                 for group in response.groups}
+        return frame
+
     def isotropic_baseline(self, dimension):
         """The 95th percentile of the cosine of two independent isotropic Gaussian vectors
         in R^dimension: the line above which a mean cosine is anisotropy."""
@@ -259,7 +276,7 @@ class Client:
     def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
                probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False,
                follow=False, until_step=None, token_samples=None, hf_cache=None,
-               dedupe=False):
+               dedupe=False, metrics=None):
         """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
 
         checkpoints_dir: a directory whose subdirectories are the steps; or
@@ -272,6 +289,9 @@ class Client:
         samples: probe samples (0: 128); seq_len: tokens per sample (0: the model's max).
         token_samples: M, the probe tokens whose Q and K are kept per head and step for
             token_cloud() (None: 128; 0: none).
+        metrics: the metric groups to compute, "core,spectra" or ["core", "spectra"]
+            (None: all; core is always computed; the groups are listed by `anisoscope
+            submit --help`); a step stored without a group lacks its metrics.
         force: recompute and replace steps already stored for this probe.
         dedupe: skip a step whose weights equal an earlier stored step's (same
             fingerprint); either way such a step's CheckpointStatus names it in
@@ -287,7 +307,7 @@ class Client:
                                  probe_mode=probe_mode, samples=samples, seq_len=seq_len,
                                  force=force, follow=follow, until_step=until_step,
                                  token_samples=token_samples, hf_cache=hf_cache,
-                                 dedupe=dedupe)
+                                 dedupe=dedupe, metrics=metrics)
         return Job.from_proto(self._call(self._jobs.SubmitJob, request))
 
     def wait(self, job, *, progress=None, timeout=None):

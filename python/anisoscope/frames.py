@@ -1,8 +1,8 @@
 """pandas and numpy views of query responses, and helpers that reshape a series frame.
 
 A series frame is long: one row per point, columns step, layer, head, value (int64,
-int64, int64, float64), ordered by layer, head, step. For per-hidden-state metrics
-(hidden_anisotropy, hidden_mean_norm) head is -1, as on the wire: an integer column
+int64, int64, float64), ordered by layer, head, step. For metrics that are not per head
+(the catalogue's scope, Client.metrics()) head is -1, as on the wire: an integer column
 rather than a missing value, so that groupby and pivot keep those rows.
 """
 import numbers
@@ -17,6 +17,8 @@ TRAJECTORY_COLUMNS = ["step", "q_x", "q_y", "k_x", "k_y"]
 TOKEN_CLOUD_COLUMNS = ["step", "token", "q_x", "q_y", "k_x", "k_y"]
 CORRELATION_COLUMNS = ["step", "hidden_states", "spearman_rho", "spearman_p", "pearson_r",
                        "pearson_p"]
+METRIC_COLUMNS = ["name", "scope", "kind", "group", "families", "token_sample", "derived",
+                  "may_be_undefined", "baseline", "label", "unit", "definition", "meaning"]
 ALARM_COLUMNS = ["id", "namespace", "run", "probe_id", "rule", "metric", "layer", "step", "value",
                  "reference", "state", "resolved_step", "fired_at", "resolved_at", "severity",
                  "summary", "revision"]
@@ -49,6 +51,12 @@ def series_frame(points):
         "head": np.array([p.head for p in points], dtype=np.int64),
         "value": np.array([p.value for p in points], dtype=np.float64),
     }, columns=SERIES_COLUMNS)
+
+
+def metrics_frame(metrics):
+    """The catalogue frame of repeated MetricInfo `metrics`: one row each, METRIC_COLUMNS."""
+    return pd.DataFrame([[getattr(m, column) for column in METRIC_COLUMNS] for m in metrics],
+                        columns=METRIC_COLUMNS)
 
 
 def vectors_arrays(points):

@@ -1,4 +1,6 @@
-"""SubmitJobRequest from Client.submit's arguments, checked as the CLI's `submit` checks them."""
+"""SubmitJobRequest from Client.submit's arguments. Only what the request cannot say is
+checked here (two arguments for one field, a probe_mode without a wire value); every rule of a
+job is the server's, whose INVALID_ARGUMENT (anisoscope.Error) names the field at fault."""
 import operator
 import os
 from collections.abc import Mapping
@@ -17,59 +19,47 @@ def absolute_path(path):
 
 
 def add_checkpoints(request, checkpoints):
-    """Adds {step: path} or (step, path) pairs to `request`; ValueError on a bad step."""
+    """Adds {step: path} or (step, path) pairs to `request` (TypeError for a step that is not
+    an integer; the server checks the steps)."""
     pairs = checkpoints.items() if isinstance(checkpoints, Mapping) else checkpoints
-    steps = set()
     for step, path in pairs:
-        step = operator.index(step)
-        if step < 0:
-            raise ValueError(f"checkpoints: step {step} is negative")
-        if step in steps:
-            raise ValueError(f"checkpoints: step {step} given twice")
-        steps.add(step)
-        request.checkpoints.add(step=step, path=absolute_path(path))
-    if not steps:
-        raise ValueError("checkpoints: no checkpoint given")
+        request.checkpoints.add(step=operator.index(step), path=absolute_path(path))
 
 
 def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_text, probe_mode,
                    samples, seq_len, force, follow=False, until_step=None,
-                   token_samples=None, hf_cache=None, dedupe=False):
-    """The SubmitJobRequest of Client.submit; ValueError names the argument at fault."""
-    sources = [checkpoints_dir, hf_cache, checkpoints]
-    if sum(source is not None for source in sources) != 1:
-        raise ValueError("submit: give one of checkpoints_dir, hf_cache, checkpoints"
-                         if any(source is not None for source in sources)
-                         else "submit: checkpoints_dir, hf_cache or checkpoints is required")
+                   token_samples=None, hf_cache=None, dedupe=False, metrics=None):
+    """The SubmitJobRequest of Client.submit; ValueError names the argument at fault where
+    the request cannot be built."""
+    if checkpoints_dir is not None and hf_cache is not None:
+        raise ValueError("submit: give one of checkpoints_dir, hf_cache, checkpoints")
     if hf_cache is not None:
         checkpoints_dir = hf_cache
-    if (probe_tokens is None) == (probe_text is None):
-        raise ValueError("submit: give probe_tokens or probe_text, not both"
-                         if probe_text is not None
-                         else "submit: probe_tokens or probe_text is required")
-    if probe_mode is not None and probe_text is None:
-        raise ValueError("probe_mode: applies only to probe_text")
+    if probe_tokens is not None and probe_text is not None:
+        raise ValueError("submit: give probe_tokens or probe_text, not both")
     if probe_mode is not None and probe_mode not in PROBE_MODES:
         raise ValueError(f"probe_mode: expected 'windows' or 'lines', got {probe_mode!r}")
-    if follow and checkpoints_dir is None:
-        raise ValueError("follow: watches a directory: give checkpoints_dir")
-    if until_step is not None and not follow:
-        raise ValueError("until_step: applies to follow")
     request = pb.SubmitJobRequest(run=run, force=force, follow=follow,
                                   hf_cache=hf_cache is not None, dedupe=dedupe)
     if until_step is not None:
         request.until_step = operator.index(until_step)
     if checkpoints_dir is not None:
         request.checkpoints_dir = absolute_path(checkpoints_dir)
-    else:
+    if checkpoints is not None:
         add_checkpoints(request, checkpoints)
+    if probe_tokens is None and probe_text is None:
+        return request  # the server says what is missing
     probe = request.probe
     if probe_text is not None:
         probe.source, probe.path = pb.PROBE_SOURCE_TEXT, absolute_path(probe_text)
         probe.mode = PROBE_MODES[probe_mode or "windows"]
     else:
         probe.source, probe.path = pb.PROBE_SOURCE_TOKENS, absolute_path(probe_tokens)
+        if probe_mode is not None:
+            probe.mode = PROBE_MODES[probe_mode]
     probe.samples, probe.seq_len = samples, seq_len
     if token_samples is not None:
         probe.token_samples = operator.index(token_samples)
+    if metrics is not None:
+        probe.metrics = metrics if isinstance(metrics, str) else ",".join(metrics)
     return request

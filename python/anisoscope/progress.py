@@ -5,10 +5,9 @@ version does not know are ignored."""
 import sys
 
 from anisoscope._wire import pb
-from anisoscope.records import enum_word
+from anisoscope.records import enum_word, final_values
 
-FINAL_STEP_STATES = (pb.STEP_STATE_DONE, pb.STEP_STATE_SKIPPED, pb.STEP_STATE_FAILED,
-                     pb.STEP_STATE_CANCELLED)
+FINAL_STEP_STATES = final_values(pb.StepState)
 
 
 def progress_display(progress):

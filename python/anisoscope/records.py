@@ -8,7 +8,6 @@ from typing import Dict, List, Optional
 
 from anisoscope._wire import pb
 
-FINAL_JOB_STATES = ("succeeded", "failed", "cancelled")
 
 
 def enum_word(enum, value, prefix):
@@ -17,6 +16,17 @@ def enum_word(enum, value, prefix):
         return enum.Name(value)[len(prefix):].lower()
     except ValueError:
         return "unknown"
+
+
+def final_values(enum):
+    """The values of a wire enum (JobState, StepState) that the proto marks final_state: no
+    other state follows them. The proto is the one home of that fact."""
+    return frozenset(value.number for value in enum.DESCRIPTOR.values
+                     if value.GetOptions().Extensions[pb.final_state])
+
+
+FINAL_JOB_STATES = tuple(enum_word(pb.JobState, value, "JOB_STATE_")
+                         for value in sorted(final_values(pb.JobState)))
 
 
 @dataclass(frozen=True)
@@ -59,12 +69,13 @@ class ProbeSpec:
     mode: str
     samples: int  # 0: 128
     seq_len: int  # 0: the model's maximum
+    metrics: str = "all"  # the metric groups computed: "all" or "core,spectra"
 
     @classmethod
     def from_proto(cls, probe):
         return cls(enum_word(pb.ProbeSource, probe.source, "PROBE_SOURCE_"), probe.path,
                    "lines" if probe.mode == pb.PROBE_MODE_LINES else "windows",
-                   probe.samples, probe.seq_len)
+                   probe.samples, probe.seq_len, probe.metrics or "all")
 
 
 @dataclass(frozen=True)

@@ -55,12 +55,35 @@ TEST(FormattersTest, SeriesCsvLeavesHeadEmptyForHiddenStates) {
 TEST(FormattersTest, SeriesJsonIsAListOfObjects) {
   EXPECT_EQ(SeriesJson(HiddenSeries()),
             "[\n"
-            "  {\"step\": 0, \"layer\": 0, \"head\": null, \"value\": 0.5},\n"
-            "  {\"step\": 0, \"layer\": 1, \"head\": null, \"value\": 0.75}\n"
+            "  {\"step\":0,\"layer\":0,\"head\":null,\"value\":0.5},\n"
+            "  {\"step\":0,\"layer\":1,\"head\":null,\"value\":0.75}\n"
             "]\n");
-  v1::QuerySeriesResponse one;
-  AddPoint(&one, 7, 2, 3, std::numeric_limits<double>::quiet_NaN());
-  EXPECT_EQ(SeriesJson(one), "[\n  {\"step\": 7, \"layer\": 2, \"head\": 3, \"value\": null}\n]\n");
+}
+
+TEST(FormattersTest, JsonWritesNonFiniteValuesAsTheHttpApiDoes) {
+  v1::QuerySeriesResponse series;
+  AddPoint(&series, 7, 2, 3, std::numeric_limits<double>::quiet_NaN());
+  AddPoint(&series, 8, 2, 3, std::numeric_limits<double>::infinity());
+  AddPoint(&series, 9, 2, 3, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(SeriesJson(series),
+            "[\n"
+            "  {\"step\":7,\"layer\":2,\"head\":3,\"value\":\"NaN\"},\n"
+            "  {\"step\":8,\"layer\":2,\"head\":3,\"value\":\"Infinity\"},\n"
+            "  {\"step\":9,\"layer\":2,\"head\":3,\"value\":\"-Infinity\"}\n"
+            "]\n");
+  v1::QueryVectorsResponse vectors;
+  v1::VectorPoint* point = vectors.add_points();
+  point->set_step(1);
+  point->add_values(std::numeric_limits<double>::quiet_NaN());
+  point->add_values(0.25);
+  EXPECT_EQ(VectorsJson(vectors), "[\n  {\"step\":1,\"values\":[\"NaN\",0.25]}\n]\n");
+  v1::QueryTrajectoryResponse trajectory;
+  v1::TrajectoryPoint* at = trajectory.add_points();
+  at->set_step(2);
+  at->set_q_x(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(TrajectoryJson(trajectory),
+            "[\n  {\"step\":2,\"q_x\":\"Infinity\",\"q_y\":0.0,\"k_x\":0.0,\"k_y\":0.0}\n]\n");
+
   EXPECT_EQ(SeriesJson(v1::QuerySeriesResponse()), "[]\n");
 }
 
@@ -118,8 +141,8 @@ TEST(FormattersTest, VectorsJsonAndCsv) {
   b->add_values(3);
   EXPECT_EQ(VectorsJson(response),
             "[\n"
-            "  {\"step\": 0, \"values\": [0.5, -2]},\n"
-            "  {\"step\": 10, \"values\": [0.10000000000000001, 3]}\n"
+            "  {\"step\":0,\"values\":[0.5,-2.0]},\n"
+            "  {\"step\":10,\"values\":[0.1,3.0]}\n"
             "]\n");
   EXPECT_EQ(VectorsCsv(response), "step,v0,v1\n0,0.5,-2\n10,0.10000000000000001,3\n");
   EXPECT_EQ(VectorsJson(v1::QueryVectorsResponse()), "[]\n");

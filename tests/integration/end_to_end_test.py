@@ -208,6 +208,26 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("no token samples", result.stderr)
         self.assertIn("--token-samples 0", result.stderr)
 
+    def test_a_core_job_stores_only_the_core_metrics(self):
+        checkpoints = os.path.join(FIXTURE, "bin")
+        refused = self.submit("core", checkpoints, "--metrics", "core,shiny")
+        self.assertEqual(refused.returncode, 2)  # the request is wrong
+        self.assertIn('probe.metrics: unknown metric group "shiny"', refused.stderr)
+        result = self.submit("core", checkpoints, "--metrics", "core", "--wait")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        status = self.server.cli("status", job_id(result.stdout + result.stderr), check=True)
+        self.assertIn("metrics core", status.stdout)
+        rows = self.csv_rows("query", "--run", "core", "--metric", "attn_entropy")
+        self.assertEqual(len(rows), len(STEPS) * 3 * 4)
+        for metric in ("attn_max_prob", "hidden_isoscore", "embed_partition_isotropy"):
+            lacking = self.server.cli("query", "--run", "core", "--metric", metric)
+            self.assertEqual(lacking.returncode, 2, metric)
+            self.assertIn(f"run 'core' stores no '{metric}' values", lacking.stderr)
+        lacking = self.server.cli("vectors", "--run", "core", "--kind", "hidden_spectrum",
+                                  "--layer", "0")
+        self.assertEqual(lacking.returncode, 2)
+        self.assertIn("run 'core' has no 'hidden_spectrum' vectors", lacking.stderr)
+
     def test_resubmit_skips_and_force_replaces_without_duplicates(self):
         checkpoints = os.path.join(FIXTURE, "bin")
         self.assertEqual(self.submit("r", checkpoints, "--wait").returncode, 0)

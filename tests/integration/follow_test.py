@@ -175,9 +175,9 @@ class FollowTest(unittest.TestCase):
     def test_bad_follow_requests_are_usage_errors(self):
         cases = [
             (["submit", "--run", "x", "--checkpoint", f"0={self.live}", "--probe-tokens", PROBE,
-              "--follow"], "--follow watches a directory"),
+              "--follow"], "follow watches checkpoints_dir: give checkpoints_dir"),
             (["submit", "--run", "x", "--checkpoints", self.live, "--probe-tokens", PROBE,
-              "--until-step", "5"], "--until-step: applies to --follow"),
+              "--until-step", "5"], "until_step applies to follow only"),
             (["follow", "--run", "x", "--checkpoints", "/etc", "--probe-tokens", PROBE],
              "PERMISSION_DENIED"),
         ]

@@ -147,13 +147,15 @@ class ObservabilityTest(unittest.TestCase):
                               "grpc.reflection.v1alpha.ServerReflection"}, services)
         files = ask(file_containing_symbol="anisoscope.v1.QueryService")
         pool = descriptor_pool.DescriptorPool()
+        # The proto's own options extend google/protobuf/descriptor.proto (final_state).
+        pool.AddSerializedFile(descriptor_pb2.DESCRIPTOR.serialized_pb)
         for raw in files.file_descriptor_response.file_descriptor_proto:
             pool.Add(descriptor_pb2.FileDescriptorProto.FromString(raw))
         service = pool.FindServiceByName("anisoscope.v1.QueryService")
         self.assertEqual({m.name for m in service.methods},
                          {"ListRuns", "QuerySeries", "QueryVectors", "QueryTrajectory",
                           "QueryTokenCloud", "QueryCorrelation", "QueryIsotropicBaseline",
-                          "ListAlarms"})
+                          "ListAlarms", "ListMetrics"})
         method = service.FindMethodByName("ListRuns")
         request_class = message_factory.MessageFactory(pool).GetPrototype(method.input_type)
         response_class = message_factory.MessageFactory(pool).GetPrototype(method.output_type)

@@ -193,6 +193,25 @@ class QueryTest(unittest.TestCase):
         self.assertEqual(list(frame.itertuples(index=False, name=None)),
                          [(int(r["step"]), 3, -1, float(r["value"])) for r in rows])
 
+    def test_metrics_is_the_catalogue_and_every_scalar_of_it_is_stored(self):
+        frame = CLIENT.metrics()
+        table = SERVER.cli("metrics", check=True).stdout.split("\n\n")[0].splitlines()
+        self.assertEqual(list(frame["name"]), [line.split()[0] for line in table[1:]])
+        self.assertEqual(len(frame), 32)
+        self.assertFalse(frame["name"].duplicated().any())
+        entropy = frame.set_index("name").loc["attn_entropy"]
+        self.assertEqual((entropy["scope"], entropy["kind"], entropy["group"]),
+                         ("head", "scalar", "core"))
+        self.assertEqual(list(frame.attrs["groups"])[0], "core")
+        self.assertEqual(sum(len(g["metrics"]) for g in frame.attrs["groups"].values()),
+                         len(frame))
+        # The run (BERT, every group) stores every scalar the catalogue lists, head -1 for
+        # every scope but "head".
+        for metric in frame[frame["kind"] == "scalar"].itertuples():
+            series = CLIENT.series("seed0", metric.name, steps=STEPS[-1])
+            self.assertGreater(len(series), 0, metric.name)
+            self.assertEqual(set(series["head"]) == {-1}, metric.scope != "head", metric.name)
+
     def test_selections_equal_filtering_the_whole_series(self):
         whole = CLIENT.series("seed0", "attn_entropy")
         cases = [
@@ -210,8 +229,10 @@ class QueryTest(unittest.TestCase):
             with self.subTest(**{k: str(v) for k, v in selection.items()}):
                 got = CLIENT.series("seed0", "attn_entropy", **selection)
                 pd.testing.assert_frame_equal(got, whole[mask].reset_index(drop=True))
-        with self.assertRaisesRegex(ValueError, "from_step 300 is after to_step 100"):
+        with self.assertRaises(anisoscope.Error) as caught:
             CLIENT.series("seed0", "attn_entropy", from_step=300, to_step=100)
+        self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("from_step 300 is after to_step 100", str(caught.exception))
         with self.assertRaisesRegex(ValueError, "layers: empty selection"):
             CLIENT.series("seed0", "attn_entropy", layers=[])
 
@@ -309,29 +330,44 @@ class ErrorTest(unittest.TestCase):
             message = self.assert_error(grpc.StatusCode.UNAVAILABLE, client.runs)
         self.assertIn("127.0.0.1:1", message)
 
-    def test_bad_submit_arguments_are_refused_before_any_call(self):
+    def test_arguments_that_make_no_request_are_refused_before_any_call(self):
         bin_dir = os.path.join(FIXTURE, "bin")
         cases = [
-            (dict(probe_tokens=PROBE), "checkpoints_dir, hf_cache or checkpoints is required"),
-            (dict(checkpoints_dir=bin_dir, checkpoints={0: bin_dir}, probe_tokens=PROBE),
-             "give one of checkpoints_dir, hf_cache, checkpoints"),
             (dict(checkpoints_dir=bin_dir, hf_cache=bin_dir, probe_tokens=PROBE),
              "give one of checkpoints_dir, hf_cache, checkpoints"),
-            (dict(checkpoints_dir=bin_dir), "probe_tokens or probe_text is required"),
-            (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, probe_mode="lines"),
-             "applies only to probe_text"),
+            (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, probe_text=PROBE),
+             "give probe_tokens or probe_text, not both"),
             (dict(checkpoints_dir=bin_dir, probe_text=PROBE, probe_mode="pages"),
              "expected 'windows' or 'lines'"),
-            (dict(checkpoints=[(0, bin_dir), (0, bin_dir)], probe_tokens=PROBE), "given twice"),
-            (dict(checkpoints={}, probe_tokens=PROBE), "no checkpoint given"),
-            (dict(checkpoints={0: bin_dir}, probe_tokens=PROBE, follow=True),
-             "give checkpoints_dir"),
-            (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, until_step=5),
-             "applies to follow"),
         ]
         for arguments, message in cases:
             with self.subTest(message), self.assertRaisesRegex(ValueError, message):
                 CLIENT.submit("r", **arguments)
+
+    def test_bad_submit_arguments_get_the_servers_message(self):
+        bin_dir = os.path.join(FIXTURE, "bin")
+        cases = [
+            (dict(probe_tokens=PROBE), "give either checkpoints_dir or checkpoints"),
+            (dict(checkpoints_dir=bin_dir, checkpoints={0: bin_dir}, probe_tokens=PROBE),
+             "give either checkpoints_dir or checkpoints"),
+            (dict(checkpoints_dir=bin_dir), "probe is required"),
+            (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, probe_mode="lines"),
+             "probe.mode LINES applies only to a TEXT probe"),
+            (dict(checkpoints=[(0, bin_dir), (0, bin_dir)], probe_tokens=PROBE),
+             "two checkpoints share step 0"),
+            (dict(checkpoints=[(-1, bin_dir)], probe_tokens=PROBE),
+             "checkpoint step must be >= 0, got -1"),
+            (dict(checkpoints={}, probe_tokens=PROBE), "give either checkpoints_dir or checkpoints"),
+            (dict(checkpoints={0: bin_dir}, probe_tokens=PROBE, follow=True),
+             "give checkpoints_dir"),
+            (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, until_step=5),
+             "until_step applies to follow only"),
+        ]
+        for arguments, message in cases:
+            with self.subTest(message), self.assertRaises(anisoscope.Error) as caught:
+                CLIENT.submit("r", **arguments)
+            self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn(message, str(caught.exception))
 
 
 class JobTest(unittest.TestCase):
@@ -390,6 +426,23 @@ class JobTest(unittest.TestCase):
         final = CLIENT.wait(job, progress=False, timeout=120)
         self.assertEqual([(c.step, c.state) for c in final.checkpoints],
                          [(0, "done"), (250, "done")])
+
+    def test_a_job_computes_only_the_metric_groups_it_asks_for(self):
+        self.assertEqual(JOB.probe.metrics, "all")
+        step = os.path.join(FIXTURE, "bin", "step_400")
+        job = CLIENT.submit("core_only", checkpoints={400: step}, probe_tokens=PROBE,
+                            metrics=["spectra", "core"])
+        self.assertEqual(job.probe.metrics, "core,spectra")
+        CLIENT.wait(job, progress=False)
+        self.assertEqual(CLIENT.series("core_only", "hidden_isoscore").step.unique().tolist(),
+                         [400])
+        with self.assertRaises(anisoscope.Error) as caught:
+            CLIENT.series("core_only", "attn_max_prob")
+        self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("run 'core_only' stores no 'attn_max_prob' values", str(caught.exception))
+        with self.assertRaises(anisoscope.Error) as caught:
+            CLIENT.submit("r", checkpoints_dir=FIXTURE, probe_tokens=PROBE, metrics="core,shiny")
+        self.assertIn('probe.metrics: unknown metric group "shiny"', str(caught.exception))
 
     def test_relative_checkpoint_paths_are_made_absolute(self):
         with contextlib.chdir(FIXTURE):

@@ -230,6 +230,13 @@ class AccessTest : public ServerFixture {
             pb::QueryIsotropicBaselineResponse response;
             return queries_->QueryIsotropicBaseline(c, request, &response);
           }}},
+        {"anisoscope.v1.QueryService.ListMetrics",
+         {Action::kRead, false,
+          [this](grpc::ClientContext* c) {
+            pb::ListMetricsRequest request;
+            pb::ListMetricsResponse response;
+            return queries_->ListMetrics(c, request, &response);
+          }}},
         {"anisoscope.v1.WorkerService.LeaseWork",
          {Action::kWork, false,
           [this](grpc::ClientContext* c) {
@@ -337,9 +344,10 @@ TEST_F(AccessTest, EveryHttpRouteChecksTokenRoleAndNamespace) {
   ASSERT_FALSE(routes.empty());
   for (const ApiRoute& route : routes) {
     // Routes that name team-a's run "r" or job 1; the list routes answer 200 and filter, the
-    // isotropic baseline names no run.
+    // isotropic baseline and the metric catalogue name no run.
     const bool names_team_a = route.example != "/api/v1/runs" && route.example != "/api/v1/jobs" &&
-                              route.path != "/api/v1/isotropic_baseline";
+                              route.path != "/api/v1/isotropic_baseline" &&
+                              route.path != "/api/v1/metrics-catalog";
     for (const Caller& caller : callers_) {
       httplib::Headers headers;
       if (!caller.token.empty()) headers.emplace("Authorization", "Bearer " + caller.token);
@@ -355,9 +363,13 @@ TEST_F(AccessTest, EveryHttpRouteChecksTokenRoleAndNamespace) {
         EXPECT_EQ(res->status, 404) << where;
       } else {
         EXPECT_EQ(res->status, 200) << where;
-        if (caller.ns != "team-a") EXPECT_EQ(res->body.find("team-a"), std::string::npos) << where;
+        if (caller.ns != "team-a") {
+          EXPECT_EQ(res->body.find("team-a"), std::string::npos) << where;
+        }
       }
-      if (!caller.token.empty()) EXPECT_EQ(res->body.find(caller.token), std::string::npos);
+      if (!caller.token.empty()) {
+        EXPECT_EQ(res->body.find(caller.token), std::string::npos);
+      }
     }
   }
 }

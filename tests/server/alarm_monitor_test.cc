@@ -286,8 +286,8 @@ TEST_F(AlarmMonitorTest, RelativeRuleWindowAveragesThePreviousStoredSteps) {
   StartMonitor({Rule("drop3", "attn_entropy", AlarmOver::kHeads, AlarmAggregate::kMean,
                      AlarmCondition::kFallBy, 0.5, "warning", 3)});
   // Stored out of order: the window is by step, not by arrival.
-  for (const auto& [step, value] : std::vector<std::pair<int64_t, double>>{
-           {1, 1.0}, {3, 2.0}, {2, 4.0}, {4, 3.0}}) {
+  for (const auto& [step, value] :
+       std::vector<std::pair<int64_t, double>>{{1, 1.0}, {3, 2.0}, {2, 4.0}, {4, 3.0}}) {
     EXPECT_TRUE(Store(MakeStep("r", step, {{{value}}})).empty()) << step;
   }
   // Step 5: the mean of steps 4, 3, 2 is 3 and 1.5 is -50% (with step 1 too it would be

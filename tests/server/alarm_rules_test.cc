@@ -81,7 +81,8 @@ TEST(AlarmRulesTest, DefaultSetParsesWithItsFourRules) {
   EXPECT_EQ(representation.severity, "warning");
 
   // The compiled-in text is the file users copy.
-  EXPECT_THAT(std::string(DefaultAlarmRulesToml()), HasSubstr("name = \"representation_collapse\""));
+  EXPECT_THAT(std::string(DefaultAlarmRulesToml()),
+              HasSubstr("name = \"representation_collapse\""));
 }
 
 TEST(AlarmRulesTest, EveryKeyIsRead) {
@@ -119,11 +120,12 @@ TEST(AlarmRulesTest, DefaultsAreHeadsMinWarningAndNoSummary) {
 }
 
 TEST(AlarmRulesTest, PerHiddenStateAndPerCheckpointMetricsAreAccepted) {
-  EXPECT_EQ(OnlyRule("[[rule]]\nname = \"h\"\nmetric = \"hidden_anisotropy\"\nabove = 0.9\n").metric,
-            "hidden_anisotropy");
   EXPECT_EQ(
-      OnlyRule("[[rule]]\nname = \"c\"\nmetric = \"embed_partition_isotropy\"\nbelow = 0.1\n").metric,
-      "embed_partition_isotropy");
+      OnlyRule("[[rule]]\nname = \"h\"\nmetric = \"hidden_anisotropy\"\nabove = 0.9\n").metric,
+      "hidden_anisotropy");
+  EXPECT_EQ(OnlyRule("[[rule]]\nname = \"c\"\nmetric = \"embed_partition_isotropy\"\nbelow = 0.1\n")
+                .metric,
+            "embed_partition_isotropy");
 }
 
 TEST(AlarmRulesTest, EmptyFileGivesNoRules) {
@@ -216,9 +218,10 @@ TEST(AlarmRulesTest, WindowOnThresholdRuleIsRefused) {
 TEST(AlarmRulesTest, WindowOutOfRangeIsRefused) {
   for (const char* window : {"0", "-1", "101", "2.5", "\"3\""}) {
     const std::string error = ErrorOf(absl::StrCat(
-        "[[rule]]\nname = \"a\"\nmetric = \"attn_entropy\"\nfall_by = 0.5\nwindow = ", window, "\n"));
-    EXPECT_THAT(error, AllOf(HasSubstr("rules.toml line 5"), HasSubstr("'window'"),
-                             HasSubstr("1 to 100")))
+        "[[rule]]\nname = \"a\"\nmetric = \"attn_entropy\"\nfall_by = 0.5\nwindow = ", window,
+        "\n"));
+    EXPECT_THAT(error,
+                AllOf(HasSubstr("rules.toml line 5"), HasSubstr("'window'"), HasSubstr("1 to 100")))
         << window;
   }
   EXPECT_EQ(
@@ -240,12 +243,12 @@ TEST(AlarmRulesTest, BadChoicesListTheChoices) {
   const std::string base = "[[rule]]\nname = \"a\"\nmetric = \"attn_entropy\"\nbelow = 1\n";
   EXPECT_THAT(ErrorOf(base + "over = \"blocks\"\n"),
               AllOf(HasSubstr("line 5"), HasSubstr("'over' is 'blocks'; one of heads, layers")));
-  EXPECT_THAT(ErrorOf(base + "aggregate = \"median\"\n"),
-              AllOf(HasSubstr("line 5"),
-                    HasSubstr("'aggregate' is 'median'; one of min, max, mean")));
-  EXPECT_THAT(ErrorOf(base + "severity = \"page\"\n"),
-              AllOf(HasSubstr("line 5"),
-                    HasSubstr("'severity' is 'page'; one of warning, critical")));
+  EXPECT_THAT(
+      ErrorOf(base + "aggregate = \"median\"\n"),
+      AllOf(HasSubstr("line 5"), HasSubstr("'aggregate' is 'median'; one of min, max, mean")));
+  EXPECT_THAT(
+      ErrorOf(base + "severity = \"page\"\n"),
+      AllOf(HasSubstr("line 5"), HasSubstr("'severity' is 'page'; one of warning, critical")));
   EXPECT_THAT(ErrorOf(base + "severity = 2\n"),
               AllOf(HasSubstr("line 5"), HasSubstr("'severity' must be a string")));
 }
@@ -261,8 +264,8 @@ name = "a"
 metric = "hidden_max_abs"
 above = 5
 )");
-  EXPECT_THAT(error, AllOf(HasSubstr("rules.toml line 6"), HasSubstr("'a'"),
-                           HasSubstr("defined twice")));
+  EXPECT_THAT(error,
+              AllOf(HasSubstr("rules.toml line 6"), HasSubstr("'a'"), HasSubstr("defined twice")));
 }
 
 TEST(AlarmRulesTest, MalformedTomlNamesItsLine) {
@@ -275,9 +278,10 @@ below = = 0.5
 }
 
 TEST(AlarmRulesTest, TopLevelKeyOtherThanRuleIsRefused) {
-  EXPECT_THAT(ErrorOf("version = 1\n[[rule]]\nname = \"a\"\nmetric = \"attn_entropy\"\nbelow = 1\n"),
-              AllOf(HasSubstr("rules.toml line 1"), HasSubstr("'version' is not known"),
-                    HasSubstr("[[rule]]")));
+  EXPECT_THAT(
+      ErrorOf("version = 1\n[[rule]]\nname = \"a\"\nmetric = \"attn_entropy\"\nbelow = 1\n"),
+      AllOf(HasSubstr("rules.toml line 1"), HasSubstr("'version' is not known"),
+            HasSubstr("[[rule]]")));
   EXPECT_THAT(ErrorOf("[[rules]]\nname = \"a\"\n"),
               AllOf(HasSubstr("line 1"), HasSubstr("'rules' is not known")));
 }
@@ -364,7 +368,8 @@ std::vector<storage::ScalarValue> Heads(const std::vector<std::vector<double>>& 
   std::vector<storage::ScalarValue> values;
   for (size_t layer = 0; layer < layers.size(); ++layer) {
     for (size_t head = 0; head < layers[layer].size(); ++head) {
-      values.push_back({metric, static_cast<int>(layer), static_cast<int>(head), layers[layer][head]});
+      values.push_back(
+          {metric, static_cast<int>(layer), static_cast<int>(head), layers[layer][head]});
     }
   }
   return values;
@@ -413,8 +418,8 @@ TEST(AlarmEvaluationTest, AggregatesOverEveryLayerAsLayerMinusOne) {
 
 TEST(AlarmEvaluationTest, PerHiddenStateMetricIsCheckedPerHiddenState) {
   const std::vector<storage::ScalarValue> values = {{"hidden_anisotropy", 0, -1, 0.9},
-                                                     {"hidden_anisotropy", 1, -1, 0.95},
-                                                     {"hidden_anisotropy", 2, -1, 0.98}};
+                                                    {"hidden_anisotropy", 1, -1, 0.95},
+                                                    {"hidden_anisotropy", 2, -1, 0.98}};
   EXPECT_THAT(CheckRule(Rule("hidden_anisotropy", AlarmOver::kHeads, AlarmAggregate::kMax,
                              AlarmCondition::kAbove, 0.97),
                         values, {}),
@@ -462,15 +467,15 @@ TEST(AlarmEvaluationTest, RiseByComparesWithThePreviousStep) {
 }
 
 TEST(AlarmEvaluationTest, NegativeReferenceComparesAgainstItsMagnitude) {
-  const AlarmRule rule =
-      Rule("qk_mean_cosine", AlarmOver::kLayers, AlarmAggregate::kMin, AlarmCondition::kFallBy, 0.5);
+  const AlarmRule rule = Rule("qk_mean_cosine", AlarmOver::kLayers, AlarmAggregate::kMin,
+                              AlarmCondition::kFallBy, 0.5);
   // -0.2 -> -0.4: (value - reference) / |reference| = -1, a fall; -0.2 -> -0.1 is a rise.
-  EXPECT_THAT(CheckRule(rule, Heads({{-0.4}}, "qk_mean_cosine"),
-                        {{1, Heads({{-0.2}}, "qk_mean_cosine")}}),
-              ElementsAre(IsCheck(-1, -0.4, -0.2, true)));
-  EXPECT_THAT(CheckRule(rule, Heads({{-0.1}}, "qk_mean_cosine"),
-                        {{1, Heads({{-0.2}}, "qk_mean_cosine")}}),
-              ElementsAre(IsCheck(-1, -0.1, -0.2, false)));
+  EXPECT_THAT(
+      CheckRule(rule, Heads({{-0.4}}, "qk_mean_cosine"), {{1, Heads({{-0.2}}, "qk_mean_cosine")}}),
+      ElementsAre(IsCheck(-1, -0.4, -0.2, true)));
+  EXPECT_THAT(
+      CheckRule(rule, Heads({{-0.1}}, "qk_mean_cosine"), {{1, Heads({{-0.2}}, "qk_mean_cosine")}}),
+      ElementsAre(IsCheck(-1, -0.1, -0.2, false)));
 }
 
 TEST(AlarmEvaluationTest, WindowComparesWithTheMeanOfThePreviousSteps) {
@@ -558,9 +563,9 @@ TEST(AlarmEvaluationTest, DescribeRelativeCheckHasTheChangeAndReference) {
                     HasSubstr("(4)")));
   rule.condition = AlarmCondition::kRiseBy;
   rule.window = 5;
-  EXPECT_THAT(DescribeCheck(rule, {0, 6.0, 2.0, true}),
-              AllOf(HasSubstr("up 200%"), HasSubstr("the mean of the previous 5 steps"),
-                    HasSubstr("(2)")));
+  EXPECT_THAT(
+      DescribeCheck(rule, {0, 6.0, 2.0, true}),
+      AllOf(HasSubstr("up 200%"), HasSubstr("the mean of the previous 5 steps"), HasSubstr("(2)")));
 }
 
 }  // namespace

@@ -24,8 +24,8 @@
 namespace anisoscope::server {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 // An HTTP receiver on 127.0.0.1 whose n-th POST (1-based) is answered `status(n)`; a handler
 // may be held until Release().
@@ -325,9 +325,11 @@ TEST(AlarmWebhookTest, ExpositionHasEveryOutcome) {
   WaitForOutcomes(*webhook, 1);
   const std::string text = webhook->Exposition();
   EXPECT_THAT(text, HasSubstr("# TYPE anisoscope_alarm_webhook_deliveries_total counter\n"));
-  EXPECT_THAT(text, HasSubstr("anisoscope_alarm_webhook_deliveries_total{outcome=\"delivered\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("anisoscope_alarm_webhook_deliveries_total{outcome=\"delivered\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("anisoscope_alarm_webhook_deliveries_total{outcome=\"failed\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("anisoscope_alarm_webhook_deliveries_total{outcome=\"dropped\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("anisoscope_alarm_webhook_deliveries_total{outcome=\"dropped\"} 0\n"));
 }
 
 TEST(AlarmWebhookTest, DestructorReturnsPromptlyWhenTheReceiverNeverAnswers) {
@@ -361,9 +363,9 @@ TEST(AlarmWebhookTest, DestructorCutsTheBackoffShort) {
 }
 
 TEST(AlarmWebhookTest, CreateRefusesWhatIsNotAnHttpUrl) {
-  for (const char* url : {"", "ftp://example.com/hook", "example.com:8080/hook", "http://",
-                          "http:///hook", "http://host name/hook", "file:///etc/passwd",
-                          "http://host/#fragment"}) {
+  for (const char* url :
+       {"", "ftp://example.com/hook", "example.com:8080/hook", "http://", "http:///hook",
+        "http://host name/hook", "file:///etc/passwd", "http://host/#fragment"}) {
     AlarmWebhook::Options options;
     options.url = url;
     const absl::StatusOr<std::unique_ptr<AlarmWebhook>> webhook = AlarmWebhook::Create(options);
@@ -383,7 +385,8 @@ TEST(AlarmWebhookTest, CreateRefusesWhatIsNotAnHttpUrl) {
 // must then reach the receiver (httplib::Client knows lower-case schemes only).
 TEST(AlarmWebhookTest, UppercaseSchemeIsDeliveredOrRefused) {
   Receiver receiver([](int) { return 200; });
-  AlarmWebhook::Options options = Fast("HTTP://127.0.0.1:" + std::to_string(receiver.port()) + "/h");
+  AlarmWebhook::Options options =
+      Fast("HTTP://127.0.0.1:" + std::to_string(receiver.port()) + "/h");
   options.attempts = 1;
   const absl::StatusOr<std::unique_ptr<AlarmWebhook>> webhook = AlarmWebhook::Create(options);
   if (!webhook.ok()) {

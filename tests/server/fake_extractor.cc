@@ -157,6 +157,7 @@ absl::StatusOr<analysis::Probe> FakeExtractor::BuildProbe(const fs::path& checkp
     probe.samples = spec.token_ids;
     probe.id = analysis::ComputeProbeId(probe.samples);
     probe.description = absl::StrCat("fake ", spec.file.filename().string());
+    probe.metric_groups = spec.metric_groups;
     return probe;
   }
   if (absl::Status opened = files.OpenFile(spec.file).status(); !opened.ok()) return opened;
@@ -164,6 +165,7 @@ absl::StatusOr<analysis::Probe> FakeExtractor::BuildProbe(const fs::path& checkp
   probe.samples = {{101, 7, 8, 102}, {101, 9, 102}, {101, 5, 6, 7, 102}};
   probe.id = FakeProbeId(spec.file);
   probe.description = absl::StrCat("fake ", spec.file.filename().string());
+  probe.metric_groups = spec.metric_groups;
   return probe;
 }
 
@@ -177,7 +179,7 @@ std::string FakeFingerprintOf(const fs::path& checkpoint_dir, const FileGate& fi
 }
 
 absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
-    const fs::path& checkpoint_dir, const analysis::Probe& /*probe*/,
+    const fs::path& checkpoint_dir, const analysis::Probe& probe,
     const analysis::ExtractCallbacks& callbacks, const FileGate& files) {
   if (absl::Status opened = files.OpenDirectory(checkpoint_dir).status(); !opened.ok()) {
     return opened;
@@ -223,6 +225,7 @@ absl::StatusOr<analysis::CheckpointMetrics> FakeExtractor::Extract(
   }
   analysis::CheckpointMetrics metrics = FakeMetricsFor(checkpoint_dir);
   metrics.fingerprint = fingerprint;
+  metrics.groups = probe.metric_groups;  // the values of the others are simply not sent
   if (huge) metrics.final_norm_gain.assign((kMaxMessageBytes / sizeof(double)) + 4096, 1.0);
   return metrics;
 }

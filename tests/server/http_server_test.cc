@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/metrics/metric_catalog.h"
 #include "server/http_routes.h"
 #include "server/http_walls.h"
 #include "tests/server/server_test_util.h"
@@ -257,6 +258,12 @@ TEST_F(HttpServerTest, DerivedAnalysesOfTheStoredMetrics) {
   EXPECT_NEAR(GetJson("/api/v1/isotropic_baseline?dimension=64")["cosineP95"].get<double>(),
               0.20582174864473401, 1e-12);
   GetError("/api/v1/isotropic_baseline?dimension=1", 400, "INVALID_ARGUMENT");
+
+  json catalog = GetJson("/api/v1/metrics-catalog");
+  ASSERT_EQ(catalog["metrics"].size(), analysis::MetricCatalog().size());
+  EXPECT_EQ(catalog["metrics"][0]["name"], analysis::MetricCatalog()[0].name);
+  EXPECT_EQ(catalog["metrics"][0]["mayBeUndefined"], false);
+  EXPECT_EQ(catalog["groups"][0]["name"], "core");
 }
 
 TEST_F(HttpServerTest, JobsListedMostRecentFirstFilteredByRun) {

@@ -225,7 +225,7 @@ class WatchBoundsTest : public ServerFixture {
       ASSERT_TRUE(server_->store().CreateToken(record).ok());
       tokens_[name] = token;
     }
-    for (const std::string& name : {"alice", "carol"}) {
+    for (const std::string name : {"alice", "carol"}) {
       grpc::ClientContext context;
       Authorize(&context, name);
       pb::Job job;

@@ -65,6 +65,11 @@ TEST(ServerOptionsTest, BadFlagsAreOneLineErrors) {
       {"--allow-root", "/a", "--device", "tpu"},
       {"--allow-root", "/a", "--dtype", "int8"},
       {"--allow-root", "/a", "--listen", "nocolon"},
+      {"--allow-root", "/a", "--listen", ":50051"},
+      {"--allow-root", "/a", "--listen", "127.0.0.1:65536"},
+      {"--allow-root", "/a", "--listen", "::1:50051"},
+      {"--allow-root", "/a", "--http-listen", "127.0.0.1:http"},
+      {"--allow-root", "/a", "--threads", "x"},
       {"--allow-root", "/a", "--batch-size", "-1"},
       {"--allow-root", "/a", "--log-level", "loud"},
       {"--allow-root"},
@@ -207,6 +212,18 @@ TEST(ServerOptionsTest, PerCallerBoundsHaveFlagsWithDefaults) {
   for (const char* flag : {"--max-vector-values", "--max-probe-tokens",
                            "--max-watch-streams-per-caller", "--max-watch-streams-per-namespace"}) {
     EXPECT_FALSE(Parse({"--allow-root", "/a", flag, "0"}).ok()) << flag;
+    EXPECT_NE(ServerUsage().find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(ServerOptionsTest, TakesTheExtractorFlagsTheWorkerTakes) {
+  const absl::StatusOr<ServerOptions> options =
+      Parse({"--allow-root", "/a", "--allow-tf32", "--listen", "[::1]:0"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->extractor.allow_tf32);
+  EXPECT_EQ(options->listen, "[::1]:0");
+  EXPECT_FALSE(Parse({"--allow-root", "/a"})->extractor.allow_tf32);
+  for (const char* flag : {"--device", "--dtype", "--threads", "--batch-size", "--allow-tf32"}) {
     EXPECT_NE(ServerUsage().find(flag), std::string::npos) << flag;
   }
 }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "analysis/metrics/metric_catalog.h"
 #include "storage/metrics_store.h"
 #include "tests/server/server_test_util.h"
 
@@ -185,6 +186,45 @@ TEST_F(ServerTest, QueryErrorsMapToStatusCodes) {
   pb::QueryVectorsResponse vectors_response;
   EXPECT_EQ(queries_->QueryVectors(&c3, vectors, &vectors_response).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// ListMetrics serves the catalogue (analysis/metrics/metric_catalog.h) as it is, and the
+// groups with their metrics.
+TEST_F(ServerTest, ListMetricsServesTheCatalogue) {
+  StartServer();
+  grpc::ClientContext context;
+  pb::ListMetricsResponse response;
+  ASSERT_TRUE(queries_->ListMetrics(&context, pb::ListMetricsRequest(), &response).ok());
+  const std::vector<analysis::MetricInfo>& catalog = analysis::MetricCatalog();
+  ASSERT_EQ(response.metrics_size(), static_cast<int>(catalog.size()));
+  std::map<std::string, pb::MetricInfo> by_name;
+  for (const pb::MetricInfo& metric : response.metrics()) by_name[metric.name()] = metric;
+  const pb::MetricInfo& entropy = by_name["attn_entropy"];
+  EXPECT_EQ(entropy.scope(), "head");
+  EXPECT_EQ(entropy.kind(), "scalar");
+  EXPECT_EQ(entropy.group(), "core");
+  EXPECT_EQ(entropy.families(), "all");
+  EXPECT_FALSE(entropy.may_be_undefined());
+  EXPECT_EQ(entropy.unit(), "nats, [0, ln n]");
+  EXPECT_FALSE(entropy.definition().empty());
+  EXPECT_EQ(by_name["hidden_isoscore"].scope(), "hidden_state");
+  EXPECT_EQ(by_name["hidden_isoscore"].group(), "spectra");
+  EXPECT_TRUE(by_name["hidden_isoscore"].may_be_undefined());
+  EXPECT_EQ(by_name["qk_mean_cosine_concat"].scope(), "block");
+  EXPECT_TRUE(by_name["qk_mean_cosine_concat"].derived());
+  EXPECT_EQ(by_name["qk_mean_cosine"].baseline(), "head");
+  EXPECT_EQ(by_name["q_mean_pre_rotary"].kind(), "vector");
+  EXPECT_EQ(by_name["q_mean_pre_rotary"].families(), "rotary");
+  EXPECT_TRUE(by_name["q_sample"].token_sample());
+  EXPECT_EQ(by_name["final_norm_gain"].scope(), "checkpoint");
+  ASSERT_EQ(response.groups_size(), static_cast<int>(analysis::AllMetricGroups().size()));
+  EXPECT_EQ(response.groups(0).name(), "core");
+  EXPECT_THAT(
+      response.groups(1).metrics(),
+      ElementsAre("attn_max_prob", "attn_min_prob", "attn_median_prob", "attn_first_token_mass"));
+  int grouped = 0;
+  for (const pb::MetricGroupInfo& group : response.groups()) grouped += group.metrics_size();
+  EXPECT_EQ(grouped, response.metrics_size());
 }
 
 TEST_F(ServerTest, FailingCheckpointFailsOnlyThatStep) {
@@ -461,7 +501,9 @@ TEST_F(ServerTest, PathsOutsideAllowedRootsArePermissionDenied) {
   status = Submit(from_cache, &job);
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(job.checkpoints_size(), 1);
-  if (job.checkpoints_size() == 1) EXPECT_EQ(job.checkpoints(0).step(), 100);
+  if (job.checkpoints_size() == 1) {
+    EXPECT_EQ(job.checkpoints(0).step(), 100);
+  }
 }
 
 TEST_F(ServerTest, BadSpecsAreInvalidArgument) {
@@ -512,6 +554,64 @@ TEST_F(ServerTest, BadSpecsAreInvalidArgument) {
   request = DirRequest("r", root_ / "missing");
   EXPECT_EQ(code(request), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(engine_->Started(), 0);
+}
+
+TEST_F(ServerTest, AJobComputesOnlyItsMetricGroupsAndAQueryOfAnotherNamesWhatIsStored) {
+  StartServer();
+  const fs::path dir = MakeCheckpoints("bert", {1, 2});
+  pb::Job job;
+  pb::SubmitJobRequest request = DirRequest("core-run", dir);
+  request.mutable_probe()->set_metrics("shiny");
+  grpc::Status refused = Submit(request, &job);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("probe.metrics: unknown metric group \"shiny\""),
+            std::string::npos)
+      << refused.error_message();
+
+  request.mutable_probe()->set_metrics("uniformity, core");
+  ASSERT_TRUE(Submit(request, &job).ok());
+  EXPECT_EQ(job.probe().metrics(), "core,uniformity");  // as the server understood it
+  EXPECT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
+  auto query = [&](const std::string& run, const std::string& metric,
+                   pb::QuerySeriesResponse* response) {
+    grpc::ClientContext context;
+    pb::QuerySeriesRequest series;
+    series.set_run(run);
+    series.set_metric(metric);
+    return queries_->QuerySeries(&context, series, response);
+  };
+  pb::QuerySeriesResponse core;
+  // A metric no run stores yet.
+  const grpc::Status unstored = query("core-run", "attn_max_prob", &core);
+  EXPECT_NE(unstored.error_message().find("run 'core-run' stores no 'attn_max_prob' values"),
+            std::string::npos)
+      << unstored.error_message();
+
+  ASSERT_TRUE(Submit(DirRequest("all-run", dir), &job).ok());
+  EXPECT_EQ(job.probe().metrics(), "");  // all
+  EXPECT_EQ(WaitFinal(job.id()).state(), pb::JOB_STATE_SUCCEEDED);
+  ASSERT_TRUE(query("core-run", "attn_entropy", &core).ok());
+  pb::QuerySeriesResponse all;
+  ASSERT_TRUE(query("all-run", "attn_entropy", &all).ok());
+  EXPECT_EQ(core.points_size(), 2 * 4);
+  EXPECT_EQ(core.SerializeAsString(), all.SerializeAsString());
+  ASSERT_TRUE(query("core-run", "hidden_token_uniformity", &core).ok());
+  EXPECT_EQ(core.points_size(), 2 * 3);
+  ASSERT_TRUE(query("all-run", "attn_max_prob", &all).ok());
+  EXPECT_EQ(all.points_size(), 2 * 4);
+  // Stored by another run only.
+  for (const std::string metric : {"attn_max_prob", "hidden_isoscore"}) {
+    const grpc::Status lacking = query("core-run", metric, &core);
+    EXPECT_EQ(lacking.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(lacking.error_message().find("run 'core-run' stores no '" + metric + "' values"),
+              std::string::npos)
+        << lacking.error_message();
+    EXPECT_NE(lacking.error_message().find("its metrics: attn_entropy, "), std::string::npos)
+        << lacking.error_message();
+  }
+  const grpc::Status typo = query("core-run", "attn_entropi", &core);
+  EXPECT_NE(typo.error_message().find("unknown metric 'attn_entropi'"), std::string::npos)
+      << typo.error_message();
 }
 
 TEST_F(ServerTest, UnknownJobIsNotFound) {

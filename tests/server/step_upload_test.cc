@@ -7,10 +7,12 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "analysis/metrics/metric_groups.h"
 #include "analysis/probe/probe.h"
 #include "tests/server/fake_extractor.h"
 #include "worker/metrics_upload.h"
@@ -243,6 +245,53 @@ TEST(StepUploadTest, TheNamesThatMayBeNanAreMetrics) {
   EXPECT_FALSE(analysis::MayBeUndefined("attn_entropy"));
 }
 
+TEST(StepUploadTest, AnUploadOfSomeGroupsStoresExactlyTheirNames) {
+  analysis::CheckpointMetrics metrics = testing::FakeMetricsFor("/x/step_5");
+  metrics.groups = analysis::ParseMetricGroups("core,uniformity").value();
+  const pb::CompleteWorkRequest upload = UploadOf(metrics);
+  EXPECT_EQ(upload.metrics().metric_groups(), "core,uniformity");
+  auto result = StepResultFromUpload(upload, "run", 5, "/x/step_5");
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::set<std::string> names;
+  for (const storage::ScalarValue& scalar : result->scalars) names.insert(scalar.metric);
+  for (const storage::VectorValue& vector : result->vectors) names.insert(vector.kind);
+  std::set<std::string> want;
+  for (const auto* list : {&analysis::PerHeadMetricNames(), &analysis::PerHiddenStateMetricNames(),
+                           &analysis::PerCheckpointMetricNames(), &analysis::AllVectorKinds()}) {
+    for (const std::string& name : *list) {
+      const analysis::MetricGroup group = analysis::MetricGroupOf(name);
+      if (group == analysis::MetricGroup::kCore || group == analysis::MetricGroup::kUniformity) {
+        want.insert(name);
+      }
+    }
+  }
+  want.erase("q_mean_pre_rotary");  // a BERT
+  want.erase("k_mean_pre_rotary");
+  EXPECT_EQ(names, want);
+  EXPECT_EQ(names.count("hidden_token_uniformity"), 1u);
+  EXPECT_EQ(names.count("attn_max_prob"), 0u);
+  EXPECT_EQ(names.count("hidden_spectrum"), 0u);
+  EXPECT_EQ(names.count("final_norm_gain"), 0u);
+
+  // The groups' blocks are still required; an unknown group is refused.
+  pb::CompleteWorkRequest lacking = upload;
+  lacking.mutable_metrics()->set_metric_groups("core,uniformity,spectra");
+  auto refused = StepResultFromUpload(lacking, "run", 5, "/x/step_5");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("'hidden_sv_skewness' is missing"), std::string::npos)
+      << refused.status();
+  lacking.mutable_metrics()->set_metric_groups("core,shiny");
+  refused = StepResultFromUpload(lacking, "run", 5, "/x/step_5");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("metrics.metric_groups: unknown metric group"),
+            std::string::npos)
+      << refused.status();
+  // A block of a group not computed is refused as unknown.
+  pb::CompleteWorkRequest extra = upload;
+  extra.mutable_metrics()->set_metric_groups("core");
+  EXPECT_FALSE(StepResultFromUpload(extra, "run", 5, "/x/step_5").ok());
+}
+
 // A unit's probe as the server sends it: token ids of lengths 5, 3 and 13 (21 tokens).
 pb::UnitProbe TokenUnitProbe() {
   pb::UnitProbe probe;
@@ -302,6 +351,11 @@ TEST(StepUploadTest, AnUploadMustCarryTheProbeOfItsUnit) {
        }},
       {"metrics.token_samples: 2 is more than the unit's 1",
        [](pb::CompleteWorkRequest*, pb::UnitProbe* p, std::string*) { p->set_token_samples(1); }},
+      {"metrics.metric_groups: 'core' lacks some of the unit's 'core,spectra'",
+       [](pb::CompleteWorkRequest* u, pb::UnitProbe* p, std::string*) {
+         u->mutable_metrics()->set_metric_groups("core");
+         p->set_metrics("core,spectra");
+       }},
   };
   for (const Lie& lie : lies) {
     pb::CompleteWorkRequest told = UploadOf(metrics);

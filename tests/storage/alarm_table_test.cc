@@ -23,15 +23,15 @@ constexpr int kAttnEntropy = 3;  // index of attn_entropy in testing::kHeadMetri
 class AlarmTableTest : public testing::StoreTest {
  protected:
   // Stores one step of `run` so that alarms can refer to the run.
-  void StoreRun(const std::string& run, const std::string& ns = kDefaultNamespace,
-                int64_t step = 1, const std::string& probe = "p") {
+  void StoreRun(const std::string& run, const std::string& ns = kDefaultNamespace, int64_t step = 1,
+                const std::string& probe = "p") {
     StepResult result = MakeStep(run, probe, step);
     result.ns = ns;
     ASSERT_OK(store_->WriteStep(result, false));
   }
 
-  static AlarmRecord Fired(const std::string& run, const std::string& rule, int layer,
-                           int64_t step, const std::string& ns = kDefaultNamespace,
+  static AlarmRecord Fired(const std::string& run, const std::string& rule, int layer, int64_t step,
+                           const std::string& ns = kDefaultNamespace,
                            const std::string& probe = "p") {
     AlarmRecord alarm;
     alarm.ns = ns;
@@ -367,8 +367,9 @@ TEST_F(AlarmTableTest, DeletingTheRunsRowsLeavesNoAlarms) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM runs;", nullptr, nullptr, &error),
-            SQLITE_OK)
+  EXPECT_EQ(
+      sqlite3_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM runs;", nullptr, nullptr, &error),
+      SQLITE_OK)
       << (error ? error : "");
   sqlite3_free(error);
   sqlite3_close(db);

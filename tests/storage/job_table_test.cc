@@ -46,6 +46,23 @@ TEST(JobSpecJsonTest, RoundTripsEveryField) {
   EXPECT_EQ(JobSpecFromJson("{not json").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(JobSpecJsonTest, MetricGroupsRoundTripAndAnOlderSpecMeansAll) {
+  JobSpec spec = MakeSpec("r");
+  EXPECT_EQ(spec.metrics, "all");
+  EXPECT_EQ(JobSpecToJson(spec).find("\"metrics\""), std::string::npos);
+  auto back = JobSpecFromJson(JobSpecToJson(spec));
+  ASSERT_OK(back.status());
+  EXPECT_EQ(back->metrics, "all");
+  spec.metrics = "core,spectra";
+  back = JobSpecFromJson(JobSpecToJson(spec));
+  ASSERT_OK(back.status());
+  EXPECT_EQ(back->metrics, "core,spectra");
+  // A spec stored before metric groups existed.
+  back = JobSpecFromJson(R"({"run": "old", "probe_source": "tokens", "checkpoints": []})");
+  ASSERT_OK(back.status());
+  EXPECT_EQ(back->metrics, "all");
+}
+
 TEST_F(JobsTest, CreatedJobIsQueuedWithPendingCheckpoints) {
   auto id = store_->CreateJob(MakeSpec("r"));
   ASSERT_OK(id.status());

@@ -112,8 +112,8 @@ TEST(SchemaTest, AnotherProgramsDatabaseIsRefusedAndLeftAlone) {
   auto store = MetricsStore::Open({path});
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  for (const std::string needle : {path, std::string("not an anisoscope database"),
-                                   std::string("tables notes")}) {
+  for (const std::string& needle :
+       {path, std::string("not an anisoscope database"), std::string("tables notes")}) {
     EXPECT_NE(store.status().message().find(needle), absl::string_view::npos) << store.status();
   }
   EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'runs'"), 0);

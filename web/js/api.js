@@ -79,6 +79,7 @@ export const api = {
   tokenCloud: (params) => get('token_cloud', params),
   correlation: (params) => get('correlation', params),
   isotropicBaseline: (dimension) => get('isotropic_baseline', { dimension }),
+  metricsCatalog: () => get('metrics-catalog').then((r) => r.metrics || []),
   jobs: (run, limit = 20) => get('jobs', { run, limit }).then((r) => r.jobs || []),
   alarms: (run) => get('alarms', { run }).then((r) => r.alarms || []),
 };

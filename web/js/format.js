@@ -39,51 +39,32 @@ export function shortValue(value) {
   return String(Number(value.toPrecision(3)));
 }
 
-export const METRIC_LABELS = {
-  qk_mean_cosine: 'Q/K mean cosine  cos(Q̄, K̄)',
-  qk_mean_dot: 'Q/K mean scalar product  ⟨Q̄, K̄⟩',
-  q_mean_norm: 'query mean norm  ‖Q̄‖',
-  k_mean_norm: 'key mean norm  ‖K̄‖',
-  attn_entropy: 'attention entropy (nats)',
-  attn_max_prob: 'attention max probability  max_j p_ij',
-  attn_median_prob: 'attention median probability  median_j p_ij',
-  attn_min_prob: 'attention min probability  min_j p_ij',
-  attn_first_token_mass: 'attention on the first token  p_i0',
-  q_anisotropy: 'query anisotropy (mean pairwise cosine)',
-  k_anisotropy: 'key anisotropy (mean pairwise cosine)',
-  hidden_anisotropy: 'hidden-state anisotropy (mean pairwise cosine)',
-  hidden_mean_norm: 'hidden-state mean norm  ‖mean h‖',
-  hidden_isoscore: 'IsoScore',
-  qk_mean_cosine_concat: 'Q/K mean cosine, heads concatenated',
-};
+// The metric catalogue (GET /api/v1/metrics-catalog: the server's one list of metrics, its
+// labels and scopes). main.js loads it with setMetricCatalog before it builds the views; the
+// lists and the map below are filled in place, in the catalogue's order.
+const CATALOG = new Map();  // name -> MetricInfo, as the API writes it
 
-export const PER_HEAD_METRICS = [
-  'qk_mean_cosine', 'qk_mean_dot', 'q_mean_norm', 'k_mean_norm', 'attn_entropy',
-  'attn_max_prob', 'attn_median_prob', 'attn_min_prob', 'attn_first_token_mass',
-  'q_anisotropy', 'k_anisotropy',
-];
-
-// Per hidden state 0 … L (head −1).
-export const HIDDEN_STATE_METRICS = [
-  'hidden_anisotropy', 'hidden_mean_norm', 'hidden_sv_skewness', 'hidden_sv_median',
-  'hidden_ev_1', 'hidden_ev_10', 'hidden_isoscore', 'hidden_token_uniformity',
-  'hidden_first_token_uniformity', 'hidden_max_abs', 'hidden_median_abs',
-];
-
-// Per block 0 … L−1 (head −1).
-export const BLOCK_METRICS = ['qk_mean_cosine_concat'];
+// Scalar metrics per head, per hidden state 0 … L (head −1) and per block 0 … L−1 (head −1).
+export const PER_HEAD_METRICS = [];
+export const HIDDEN_STATE_METRICS = [];
+export const BLOCK_METRICS = [];
 
 // Cosines and mean pairwise cosines, with the vectors' dimension for the isotropic
 // baseline: 'head' (d_head) or 'hidden' (the hidden size, heads × d_head).
-export const BASELINE_SCOPE = {
-  qk_mean_cosine: 'head',
-  q_anisotropy: 'head',
-  k_anisotropy: 'head',
-  hidden_anisotropy: 'hidden',
-  hidden_token_uniformity: 'hidden',
-  hidden_first_token_uniformity: 'hidden',
-  qk_mean_cosine_concat: 'hidden',
-};
+export const BASELINE_SCOPE = {};
+
+export function setMetricCatalog(metrics) {
+  const lists = { head: PER_HEAD_METRICS, hidden_state: HIDDEN_STATE_METRICS, block: BLOCK_METRICS };
+  for (const list of Object.values(lists)) list.length = 0;
+  for (const key of Object.keys(BASELINE_SCOPE)) delete BASELINE_SCOPE[key];
+  CATALOG.clear();
+  for (const metric of metrics) {
+    CATALOG.set(metric.name, metric);
+    if (metric.kind !== 'scalar') continue;
+    if (lists[metric.scope]) lists[metric.scope].push(metric.name);
+    if (metric.baseline) BASELINE_SCOPE[metric.name] = metric.baseline;
+  }
+}
 
 // The dimension of `scope` ('head' or 'hidden') vectors of a run.
 export function baselineDimension(run, scope) {
@@ -96,7 +77,8 @@ export function baselineReference({ dimension, cosineP95 }) {
 }
 
 export function metricLabel(metric) {
-  return METRIC_LABELS[metric] || metric;
+  const info = CATALOG.get(metric);
+  return info && info.label ? info.label : metric;
 }
 
 // "JOB_STATE_RUNNING" -> "running".

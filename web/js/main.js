@@ -1,8 +1,9 @@
 // Entry point: reads the URL (run, probe, poll_ms), builds the views, loads the runs and
 // starts polling. window.__anisoscope is a read-only view of the page's state for tests.
 
+import { api } from './api.js';
 import { createSelect } from './card.js';
-import { shortStep } from './format.js';
+import { setMetricCatalog, shortStep } from './format.js';
 import { Store } from './state.js';
 import { AttentionView } from './views/attention_view.js';
 import { CorrelationView } from './views/correlation_view.js';
@@ -20,6 +21,13 @@ const params = new URLSearchParams(window.location.search);
 const pollMs = Math.max(100, Number(params.get('poll_ms')) || 3000);
 const store = new Store();
 const $ = (sel) => document.querySelector(sel);
+
+// The metric catalogue first: the views' metric lists, labels and baselines come from it.
+try {
+  setMetricCatalog(await api.metricsCatalog());
+} catch (err) {
+  store.setError('catalog', `the metric catalogue: ${err.message}`);
+}
 
 const views = {
   cosine: new HeadGridView(store, $('#views'), {
@@ -136,6 +144,7 @@ function renderPollInfo() {
 store.on('run', renderPickers);
 store.on('data', renderPickers);
 store.on('error', renderErrors);
+if (store.errors.size) renderErrors([...store.errors.values()]);  // the catalogue's, if any
 
 window.__anisoscope = Object.freeze({
   store,

@@ -35,7 +35,7 @@ template <typename... Parts>
            << "code " << absl::StatusCodeToString(status.code()) << ", want "
            << absl::StatusCodeToString(code) << ": " << status.message();
   }
-  for (const std::string part : {std::string(parts)...}) {
+  for (const std::string& part : {std::string(parts)...}) {
     if (status.message().find(part) == std::string::npos) {
       return ::testing::AssertionFailure()
              << "message '" << status.message() << "' lacks '" << part << "'";

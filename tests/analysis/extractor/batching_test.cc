@@ -44,7 +44,9 @@ TEST(DeviceMemoryTest, TheCpuReportsAvailableMemoryAndNoAllocatorPeak) {
   EXPECT_GT(FreeMemoryBytes(at::Device("cpu")), 0);
   EXPECT_EQ(PeakAllocatedBytes(at::Device("cpu")), 0);
   ResetPeakMemory(at::Device("cpu"));  // a no-op, never a throw
-  if (!BuiltWithCuda()) EXPECT_EQ(FreeMemoryBytes(at::Device("cuda")), 0);
+  if (!BuiltWithCuda()) {
+    EXPECT_EQ(FreeMemoryBytes(at::Device("cuda")), 0);
+  }
 }
 
 TEST(BatchingTest, PlanCoversEverySampleOnceLongestFirst) {

@@ -184,7 +184,7 @@ TEST_F(CheckpointTokenizerTest, NoTokenizerFilesIsNotFoundNamingDirAndFiles) {
   absl::StatusOr<CheckpointTokenizer> chosen = LoadCheckpointTokenizer(dir_, {}, FileGate::Host());
   ASSERT_FALSE(chosen.ok());
   EXPECT_EQ(chosen.status().code(), absl::StatusCode::kNotFound);
-  for (const std::string needle :
+  for (const std::string& needle :
        {dir_.string(), std::string("vocab.txt"), std::string("tokenizer.json"),
         std::string("vocab.json + merges.txt")}) {
     EXPECT_NE(chosen.status().message().find(needle), std::string::npos) << chosen.status();

@@ -11,7 +11,8 @@ import {
 import { StepPanelsView } from './step_panels_view.js';
 
 const BAND = '#9aa5b1';
-const METRICS = [
+// The metric choices, from the catalogue (loaded before the views are built).
+const metricOptions = () => [
   ...PER_HEAD_METRICS.map((m) => [m, `per head · ${m}`]),
   ...BLOCK_METRICS.map((m) => [m, `per layer · ${m}`]),
   ...HIDDEN_STATE_METRICS.map((m) => [m, `per hidden state · ${m}`]),
@@ -41,7 +42,7 @@ export class RunsView extends StepPanelsView {
     this.chosen = new Set();  // run names
     this.answer = null;
     createSelect(this.card.controls, {
-      label: 'metric', testid: 'runs-metric', options: METRICS, value: this.metric,
+      label: 'metric', testid: 'runs-metric', options: metricOptions(), value: this.metric,
       onChange: (m) => { this.metric = m; this.resetPicker(); this.load(); },
     });
     this.picker = createHeadPicker(this.card.controls, { testid: 'runs', onChange: () => this.load() });
