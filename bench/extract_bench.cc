@@ -24,13 +24,13 @@
 #include <string>
 #include <vector>
 
-#include "analysis/batching.h"
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/checkpoint/checkpoint_prefetcher.h"
 #include "analysis/checkpoint/fingerprint.h"
 #include "analysis/checkpoint/weight_files.h"
-#include "analysis/device_memory.h"
-#include "analysis/extractor.h"
+#include "analysis/extractor/batching.h"
+#include "analysis/extractor/device_memory.h"
+#include "analysis/extractor/extractor.h"
 #include "analysis/metrics/embedding_isotropy.h"
 #include "analysis/metrics/metric_groups.h"
 #include "analysis/metrics/spectral_statistics.h"

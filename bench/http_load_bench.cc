@@ -1,4 +1,5 @@
-// http_load_bench: the HTTP API under 100 concurrent pollers (README "Serving under load").
+// http_load_bench: the HTTP API under 100 concurrent pollers (docs/reliability.md "Serving under
+// load").
 //
 //   build/bin/http_load_bench [--clients 100] [--seconds 10] [--write-every-ms 1000]
 //                             [--server build/bin/anisoscope-server]
@@ -72,7 +73,8 @@ int Main(int argc, char** argv) {
   int write_every_ms = 1000;
   std::string server_binary = BinaryBesideThisOne("anisoscope-server");
   CLI::App app(
-      "http_load_bench: the HTTP API under concurrent pollers (README \"Serving under load\")");
+      "http_load_bench: the HTTP API under concurrent pollers (docs/reliability.md \"Serving under "
+      "load\")");
   app.add_option("--clients", options.clients, "concurrent pollers")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));

@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "server/encoded_response.h"
+#include "server/http/encoded_response.h"
 
 namespace anisoscope::bench {
 namespace {

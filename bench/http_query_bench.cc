@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/synthetic_run.h"
-#include "server/http_server.h"
+#include "server/http/http_server.h"
 #include "storage/metrics_store.h"
 
 namespace anisoscope {

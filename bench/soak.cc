@@ -1,4 +1,4 @@
-// soak: the whole service under a team's load for a while (README "Soak").
+// soak: the whole service under a team's load for a while (docs/reliability.md "Soak").
 //
 //   build/bin/soak [--minutes 10] [--pollers 100] [--poll-ms 1000] [--grpc-clients 20]
 //                  [--grpc-pause-ms 100] [--workers 2] [--rss-every 10]
@@ -58,7 +58,8 @@ struct Flags {
 // The flags (--help lists them), or exits.
 Flags ParseFlags(int argc, char** argv) {
   Flags flags;
-  CLI::App app("soak: the whole service under a team's load for a while (README \"Soak\")");
+  CLI::App app(
+      "soak: the whole service under a team's load for a while (docs/reliability.md \"Soak\")");
   app.add_option("--minutes", flags.minutes, "how long the load runs")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 1e6));

@@ -1,12 +1,11 @@
 #include "client/alarm_commands.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "client/formatters.h"
 #include "client/query_support.h"
+#include "common/proto_json.h"
 
 namespace anisoscope::client {
 namespace {
@@ -31,13 +30,9 @@ std::string AlarmsTable(const v1::ListAlarmsResponse& response) {
 
 // The HTTP API's JSON for each alarm (the protobuf JSON mapping), one per line.
 std::string AlarmsJson(const v1::ListAlarmsResponse& response) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
   std::vector<std::string> objects;
   for (const v1::Alarm& alarm : response.alarms()) {
-    std::string json;
-    (void)google::protobuf::util::MessageToJsonString(alarm, &json, options);
-    objects.push_back(std::move(json));
+    objects.push_back(ProtoToJson(alarm).value_or("null"));
   }
   return JsonList(objects);
 }

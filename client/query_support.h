@@ -26,7 +26,7 @@ inline std::vector<FlagSpec> StepRangeFlags() {
 }
 
 // Applies --from-step / --to-step; their order is the server's check (ValidateStepRange in
-// server/query_checks.h), whose INVALID_ARGUMENT is shown.
+// server/queries/query_checks.h), whose INVALID_ARGUMENT is shown.
 template <typename Request>
 void SetStepRange(const ParsedArgs& args, Request* request) {
   if (args.Has("from-step")) request->set_from_step(args.GetInt("from-step"));

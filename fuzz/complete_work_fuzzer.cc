@@ -1,4 +1,4 @@
-// The check of a worker's upload (server/step_upload.h): a CompleteWorkRequest as it comes
+// The check of a worker's upload (server/jobs/step_upload.h): a CompleteWorkRequest as it comes
 // off the wire, alone and merged into a valid upload (so that the input lies about a real
 // upload's shape, blocks and values: repeated blocks are appended, scalars overwritten),
 // is refused with an error or accepted whole, consistent with the shape it declares and
@@ -11,7 +11,7 @@
 #include "analysis/metrics/checkpoint_metrics.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "fuzz/fuzz_input.h"
-#include "server/step_upload.h"
+#include "server/jobs/step_upload.h"
 #include "worker/metrics_upload.h"
 
 namespace {

@@ -1,11 +1,11 @@
 // The HTTP API's query parameters: a raw query string split and percent-decoded as the
 // server does it (httplib's parse_query_text), then set on every request message of the
-// API (server/query_params.h), whatever the names, repetitions and values.
+// API (server/http/query_params.h), whatever the names, repetitions and values.
 #include <httplib.h>
 
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "fuzz/fuzz_input.h"
-#include "server/query_params.h"
+#include "server/http/query_params.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace pb = ::anisoscope::v1;

@@ -13,13 +13,13 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libsqlite3-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev
-  libcpp-httplib-dev                 # the HTTP/JSON API (server/http_server.cc)
+  libcpp-httplib-dev                 # the HTTP/JSON API (server/http/http_server.cc)
   libcli11-dev                       # anisoscope-worker's and the server host commands' flags
   libtomlplusplus-dev                # the server's alarm rules (server/alarms/alarm_rules.cc)
-  libeigen3-dev                      # the projections' SVD (server/trajectory_projection.cc)
-  libboost-dev                       # Boost.Math: the correlation tests' p-values (server/statistical_tests.cc)
+  libeigen3-dev                      # the projections' SVD (server/queries/trajectory_projection.cc)
+  libboost-dev                       # Boost.Math: the correlation tests' p-values (server/queries/correlation_statistics.cc)
   libxxhash-dev                      # XXH3: the checkpoints' fingerprints, the API answers' ETags
-  zlib1g-dev                         # gzip of the API's answers (server/encoded_response.cc)
+  zlib1g-dev                         # gzip of the API's answers (server/http/encoded_response.cc)
   libcurl4-openssl-dev               # bench/: the load benchmarks' HTTP pollers (libcurl multi)
   libonig-dev                        # Oniguruma, the tokenizers' Split regexes as Hugging Face runs them
   libsentencepiece-dev               # tests: the reference for the converted SentencePiece tokenizer.model

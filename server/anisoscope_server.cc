@@ -10,9 +10,9 @@
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "common/tls_files.h"
-#include "server/job_request.h"
-#include "server/proto_convert.h"
-#include "server/query_timing.h"
+#include "server/jobs/job_request.h"
+#include "server/monitoring/query_timing.h"
+#include "server/wire/proto_convert.h"
 
 namespace anisoscope::server {
 namespace {

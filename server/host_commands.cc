@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/access_control.h"
-#include "server/bearer_token.h"
+#include "server/auth/access_control.h"
+#include "server/auth/bearer_token.h"
 #include "storage/backup.h"
 #include "storage/metrics_store.h"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "common/logging.h"
 #include "server/anisoscope_server.h"
 #include "server/host_commands.h"

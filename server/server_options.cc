@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/host_port.h"
-#include "server/http_walls.h"
+#include "server/http/http_walls.h"
 #include "worker/extractor_flags.h"
 
 namespace anisoscope::server {

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "analysis/extractor.h"
-#include "server/access_control.h"
-#include "server/loopback.h"
-#include "server/request_limits.h"
+#include "analysis/extractor/extractor.h"
+#include "server/auth/access_control.h"
+#include "server/http/loopback.h"
+#include "server/wire/request_limits.h"
 
 namespace anisoscope::server {
 
@@ -36,7 +36,7 @@ struct ServerOptions {
   // --cors-origin (repeatable): origins whose pages may read the HTTP API; none by default.
   std::vector<std::string> cors_origins;
   // --max-series-points, --max-vector-values, --max-probe-tokens, --max-watch-streams and
-  // its -per-caller and -per-namespace: per-request limits (server/request_limits.h).
+  // its -per-caller and -per-namespace: per-request limits (server/wire/request_limits.h).
   RequestLimits limits;
   // --workers: embedded worker threads, each with its own extractor; 0 leaves all work to
   // remote anisoscope-worker processes.

@@ -248,7 +248,7 @@ struct FinishedLease {
 
 // ---- Access --------------------------------------------------------------------------
 
-// A token's role (what it permits: server/access_control.h's RoleMay). The names are the
+// A token's role (what it permits: server/auth/access_control.h's RoleMay). The names are the
 // one home of the role names: the tokens table stores them, the server parses them.
 enum class Role { kReader, kWriter, kWorker, kAdmin };
 inline constexpr Role kRoles[] = {Role::kReader, Role::kWriter, Role::kWorker, Role::kAdmin};

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <vector>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 
 namespace anisoscope::worker {
 

@@ -10,7 +10,7 @@
 #include <iostream>
 #include <thread>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "common/file_gate.h"
 #include "common/logging.h"
 #include "common/message_limits.h"

@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/checkpoint/checkpoint_prefetcher.h"
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "common/file_gate.h"
 #include "worker/lease_keeper.h"

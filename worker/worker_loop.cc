@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "absl/time/clock.h"
-#include "analysis/device_memory.h"
+#include "analysis/extractor/device_memory.h"
 
 namespace anisoscope::worker {
 

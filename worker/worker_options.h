@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 
 namespace anisoscope::worker {
 

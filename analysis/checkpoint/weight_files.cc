@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/checkpoint/mapped_file.h"
 #include "analysis/checkpoint/zip_archive.h"
-#include "analysis/json_error.h"
+#include "common/json_error.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {

@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/json_error.h"
 #include "analysis/probe/probe_file.h"
+#include "common/json_error.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 

@@ -7,10 +7,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/json_error.h"
 #include "analysis/probe/probe.h"
 #include "analysis/probe/probe_file.h"
 #include "analysis/probe/text_stream.h"
+#include "common/json_error.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {

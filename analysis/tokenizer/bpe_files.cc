@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/json_error.h"
+#include "common/json_error.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 

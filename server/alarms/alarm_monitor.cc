@@ -1,12 +1,14 @@
 #include "server/alarms/alarm_monitor.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/alarms/alarm_evaluation.h"
-#include "server/service_metrics.h"
+#include "server/monitoring/service_metrics.h"
 
 namespace anisoscope::server {
 namespace {
@@ -52,6 +54,21 @@ std::vector<storage::ScalarValue> ValuesOf(const storage::StepResult& step,
 
 std::string LayerLabel(int layer) { return layer < 0 ? "all" : absl::StrCat(layer); }
 
+// The alarms firing after `changed` (as RecordAlarms returned them) applied to `firing`.
+std::vector<storage::AlarmRecord> FiringAfter(std::vector<storage::AlarmRecord> firing,
+                                              const std::vector<storage::AlarmRecord>& changed) {
+  for (const storage::AlarmRecord& alarm : changed) {
+    if (alarm.resolved_step.has_value()) {
+      firing.erase(std::remove_if(firing.begin(), firing.end(),
+                                  [&](const auto& old) { return old.id == alarm.id; }),
+                   firing.end());
+    } else {
+      firing.push_back(alarm);
+    }
+  }
+  return firing;
+}
+
 }  // namespace
 
 AlarmMonitor::AlarmMonitor(Options options, storage::MetricsStore* store)
@@ -60,29 +77,39 @@ AlarmMonitor::AlarmMonitor(Options options, storage::MetricsStore* store)
 absl::StatusOr<std::vector<storage::AlarmRecord>> AlarmMonitor::StepStored(
     const storage::StepResult& step) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<std::vector<storage::AlarmRecord>> changed = CheckRules(step);
+  const absl::StatusOr<std::vector<storage::AlarmRecord>> firing =
+      store_->FiringAlarms(step.ns, step.run, step.probe.id);
+  absl::StatusOr<std::vector<storage::AlarmRecord>> changed =
+      firing.ok() ? CheckRules(step, *firing) : firing.status();
   UpdateGauges(step);
   const auto run = runs_.find({step.ns, step.run});
   if (changed.ok() && run != runs_.end()) {
-    ASSIGN_OR_RETURN(run->second.firing[step.probe.id],
-                     store_->FiringAlarms(step.ns, step.run, step.probe.id));
+    run->second.firing[step.probe.id] = FiringAfter(*firing, *changed);
   }
   return changed;
 }
 
 absl::StatusOr<std::vector<storage::AlarmRecord>> AlarmMonitor::CheckRules(
-    const storage::StepResult& step) {
-  ASSIGN_OR_RETURN(const std::vector<storage::AlarmRecord> firing,
-                   store_->FiringAlarms(step.ns, step.run, step.probe.id));
+    const storage::StepResult& step, const std::vector<storage::AlarmRecord>& firing) {
   std::vector<storage::AlarmRecord> fired;
   std::vector<storage::AlarmRecord> resolved;
+  // The earlier steps' values, read once per (metric, window) that a relative rule asks for.
+  std::map<std::pair<std::string, int>, std::vector<storage::StepScalars>> histories;
   for (const AlarmRule& rule : options_.rules) {
-    std::vector<storage::StepScalars> history;
+    static const std::vector<storage::StepScalars> kNoHistory;
+    const std::vector<storage::StepScalars>* history = &kNoHistory;
     if (rule.condition == AlarmCondition::kFallBy || rule.condition == AlarmCondition::kRiseBy) {
-      ASSIGN_OR_RETURN(history, store_->ScalarsBefore(step.ns, step.run, step.probe.id, rule.metric,
-                                                      step.step, rule.window));
+      const std::pair<std::string, int> key{rule.metric, rule.window};
+      auto found = histories.find(key);
+      if (found == histories.end()) {
+        ASSIGN_OR_RETURN(std::vector<storage::StepScalars> read,
+                         store_->ScalarsBefore(step.ns, step.run, step.probe.id, rule.metric,
+                                               step.step, rule.window));
+        found = histories.emplace(key, std::move(read)).first;
+      }
+      history = &found->second;
     }
-    for (const AlarmCheck& check : CheckRule(rule, ValuesOf(step, rule.metric), history)) {
+    for (const AlarmCheck& check : CheckRule(rule, ValuesOf(step, rule.metric), *history)) {
       const auto current = std::find_if(firing.begin(), firing.end(), [&](const auto& alarm) {
         return alarm.rule == rule.name && alarm.layer == check.layer;
       });

@@ -59,7 +59,9 @@ class AlarmMonitor {
     std::map<std::string, std::vector<storage::AlarmRecord>> firing;
   };
 
-  absl::StatusOr<std::vector<storage::AlarmRecord>> CheckRules(const storage::StepResult& step)
+  // The alarms that change at `step`, recorded; `firing` is what fired before it.
+  absl::StatusOr<std::vector<storage::AlarmRecord>> CheckRules(
+      const storage::StepResult& step, const std::vector<storage::AlarmRecord>& firing)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGauges(const storage::StepResult& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -7,9 +7,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "server/http_routes.h"
-#include "server/proto_convert.h"
-#include "server/service_metrics.h"
+#include "common/proto_json.h"
+#include "server/monitoring/service_metrics.h"
+#include "server/wire/proto_convert.h"
 
 namespace anisoscope::server {
 
@@ -44,7 +44,12 @@ AlarmWebhook::~AlarmWebhook() {
 void AlarmWebhook::Send(const storage::AlarmRecord& alarm) {
   pb::Alarm message;
   ToProto(alarm, &message);
-  std::string body = absl::StrCat("{\"alarm\":", MessageToJson(message), "}");
+  absl::StatusOr<std::string> json = ProtoToJson(message);
+  if (!json.ok()) {
+    spdlog::error("alarm webhook: alarm {} not sent: {}", alarm.id, json.status().ToString());
+    return;
+  }
+  std::string body = absl::StrCat("{\"alarm\":", *json, "}");
   absl::MutexLock lock(&mu_);
   if (queue_.size() >= static_cast<size_t>(options_.max_queued)) {
     ++counts_.dropped;

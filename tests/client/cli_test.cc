@@ -303,7 +303,7 @@ TEST(SubmitRequestTest, ConflictingOrMalformedFlagsAreUsageErrors) {
     absl::StatusOr<v1::SubmitJobRequest> request = BuildSubmitRequest(*parsed, "/w");
     return request.ok() ? std::string("ok") : std::string(request.status().message());
   };
-  // The job's rules are the server's (server/job_request.cc): these requests go to it as they
+  // The job's rules are the server's (server/jobs/job_request.cc): these requests go to it as they
   // are, and its INVALID_ARGUMENT is what the user reads.
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--checkpoints", "d", "--probe-text", "t"},
@@ -343,7 +343,7 @@ TEST(SubmitRequestTest, MetricGroupsGoToTheServerAsGiven) {
   std::vector<std::string> core = base;
   core.insert(core.end(), {"--metrics", "core,spectra"});
   EXPECT_EQ(request_of(core).probe().metrics(), "core,spectra");
-  // An unknown group is the server's to refuse (server/job_request.cc), with its message.
+  // An unknown group is the server's to refuse (server/jobs/job_request.cc), with its message.
   std::vector<std::string> unknown = base;
   unknown.insert(unknown.end(), {"--metrics", "shiny"});
   EXPECT_EQ(request_of(unknown).probe().metrics(), "shiny");

@@ -6,7 +6,7 @@ while a step is written, while a backup reads the file) and restarted each time.
 step of every run is stored exactly once, PRAGMA integrity_check is "ok" on the database
 and on every backup that completed.
 
-  crash_consistency.py [--kills N] [--seed S]     prints the figures (the README's)
+  crash_consistency.py [--kills N] [--seed S]     prints the figures (docs/reliability.md's)
 
 crash_consistency_test.py runs it with 10 kills in ./scripts/test.sh."""
 import argparse

@@ -342,7 +342,7 @@ class OpenApiDocumentTest(unittest.TestCase):
                     label, kind = fields[name]
                     if kind in self.enums:
                         # An enum by its value names, or their short forms (state=firing
-                        # for ALARM_STATE_FIRING; server/query_params.cc).
+                        # for ALARM_STATE_FIRING; server/http/query_params.cc).
                         self.assertEqual(schema_tag(self.validator, param["schema"]),
                                          ("string", None), f"{path} {name}")
                         prefix = re.sub(r"(?<!^)([A-Z])", r"_\1", kind).upper() + "_"

@@ -13,7 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "worker/unit_runner.h"
 
 namespace anisoscope::server::testing {

@@ -149,6 +149,7 @@ TEST(ServerOptionsTest, LoopbackIsParsedExactly) {
                             "127.0.0.1:8o",
                             "[::1",
                             "[::1]x",
+                            "[127.0.0.1]:80",
                             "[::1]:",
                             "",
                             ":80"}) {

@@ -1,7 +1,7 @@
-// The HTTP/JSON API client (README "HTTP API"). Every call resolves to the protobuf JSON
+// The HTTP/JSON API client (docs/api.md "HTTP API"). Every call resolves to the protobuf JSON
 // mapping of the response, with int64 fields (steps, ids) still strings; failures reject
-// with an ApiError carrying the server's message. A server with tokens (README "Team
-// setup") answers 401 without one: the page then asks for a token once, keeps it in the
+// with an ApiError carrying the server's message. A server with tokens (docs/deploy.md
+// "Team setup") answers 401 without one: the page then asks for a token once, keeps it in the
 // browser's localStorage and sends it as `Authorization: Bearer TOKEN`.
 
 export class ApiError extends Error {

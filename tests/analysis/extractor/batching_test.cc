@@ -1,9 +1,10 @@
-#include "analysis/batching.h"
-#include "analysis/device_memory.h"
+#include "analysis/extractor/batching.h"
+
+#include <gtest/gtest.h>
 
 #include <set>
 
-#include <gtest/gtest.h>
+#include "analysis/extractor/device_memory.h"
 
 namespace anisoscope::analysis {
 namespace {

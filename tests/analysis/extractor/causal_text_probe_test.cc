@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "nlohmann/json.hpp"
 
 namespace anisoscope::analysis {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "nlohmann/json.hpp"
 
 namespace anisoscope::analysis {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "tests/analysis/extractor/reference_comparison.h"
 
 namespace anisoscope::analysis {

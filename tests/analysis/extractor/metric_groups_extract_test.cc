@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 #include "analysis/metrics/metric_catalog.h"
 #include "analysis/metrics/metric_groups.h"
 #include "tests/analysis/extractor/reference_comparison.h"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/extractor.h"
+#include "analysis/extractor/extractor.h"
 
 namespace anisoscope::analysis {
 
@@ -24,7 +24,7 @@ CheckpointMetrics ExtractCheckpoint(const std::filesystem::path& checkpoint,
                                     const std::filesystem::path& probe_file,
                                     const TorchExtractorOptions& options = TestOptions(5));
 
-// The largest deviations seen, printed for the README's figures.
+// The largest deviations seen, printed for docs/performance.md's figures.
 struct Deviations {
   double absolute = 0;  // cosines, entropies, anisotropies
   double relative = 0;  // norms, dots

@@ -1,0 +1,60 @@
+// JobService adapter: validates requests, calls the JobRunner, maps the status.
+//
+// Callback API; handlers never wait for extraction (they do short store and file-system
+// reads). WatchJob streams through a write reactor that queues events (bounded: a reader
+// that falls behind gets the job's latest state) and writes them one at a time; streams are
+// bounded in all, per caller and per namespace (server/jobs/watch_streams.h). Every call is
+// authorized first (reads: kRead; submit and cancel: kWrite) and acts in its caller's
+// namespace. `runner`, `policy`, `store` and `access` are not owned
+// and outlive the grpc::Server.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "anisoscope/v1/anisoscope.grpc.pb.h"
+#include "common/file_gate.h"
+#include "server/auth/access_control.h"
+#include "server/jobs/job_runner.h"
+#include "server/jobs/watch_streams.h"
+#include "server/wire/request_limits.h"
+#include "storage/metrics_store.h"
+
+namespace anisoscope::server {
+
+class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
+ public:
+  JobServiceImpl(JobRunner* runner, const FileGate* files, storage::MetricsStore* store,
+                 AccessControl* access, const RequestLimits& limits)
+      : runner_(runner),
+        files_(files),
+        store_(store),
+        access_(access),
+        limits_(limits),
+        watch_slots_(limits) {}
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const ::anisoscope::v1::SubmitJobRequest* request,
+                                      ::anisoscope::v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const ::anisoscope::v1::GetJobRequest* request,
+                                   ::anisoscope::v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const ::anisoscope::v1::ListJobsRequest* request,
+                                     ::anisoscope::v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const ::anisoscope::v1::CancelJobRequest* request,
+                                      ::anisoscope::v1::Job* response) override;
+  grpc::ServerWriteReactor<::anisoscope::v1::JobEvent>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const ::anisoscope::v1::WatchJobRequest* request) override;
+
+ private:
+  JobRunner* const runner_;
+  const FileGate* const files_;
+  storage::MetricsStore* const store_;
+  AccessControl* const access_;
+  const RequestLimits limits_;
+  WatchSlots watch_slots_;  // WatchJob streams open now
+};
+
+}  // namespace anisoscope::server

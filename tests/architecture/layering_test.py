@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""The source tree's layers hold: every #include "…" of a C++ file points at its own folder
+or at a folder lower in LAYERS (no arrow back up, so no cycle between folders), no header
+includes itself round about (no cycle between headers), every folder with C++ sources has a
+layer, and docs/architecture.md's server map names every folder of server/. This list is
+the one home of the order; the CMake lists and the docs follow it."""
+import collections
+import glob
+import os
+import re
+import unittest
+
+SOURCE_DIR = os.path.abspath(os.environ.get(
+    "ANISOSCOPE_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
+
+# Lowest first. A folder may include its own files and any folder of an earlier row, never
+# one of its own row or a later one. "proto" is the generated anisoscope/v1 code and
+# proto/'s own headers.
+LAYERS = [
+    ["common"],
+    ["proto"],
+    ["storage", "analysis/checkpoint", "analysis/tokenizer"],
+    ["analysis/models"],
+    ["analysis/metrics"],
+    ["analysis/probe"],
+    ["analysis/extractor"],            # the engine's top: checkpoint + probe -> metrics
+    ["worker", "client"],              # a remote worker, the CLI
+    ["server/wire", "server/monitoring", "server/auth"],
+    ["server/jobs"],                   # queue, leases, uploads, followed runs
+    ["server/queries"],                # the query core over the store
+    ["server/alarms"],                 # rules checked as each step is stored
+    ["server/grpc", "server/http"],    # the two adapters
+    ["server"],                        # the process: flags, wiring, host commands
+    ["bench", "fuzz"],                 # tools over everything
+]
+# Folders whose files are not product code, or are not C++ include targets.
+NOT_LAYERED = ("tests/", "build", "web/", "python/", "docs/", "examples/", "scripts/", "deploy/")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def level_of():
+    return {folder: row for row, folders in enumerate(LAYERS) for folder in folders}
+
+
+def folder_of(path):
+    """The layered folder of a source path or an include, None for a third-party header."""
+    if path.startswith("anisoscope/v1/") or path.startswith("proto/"):
+        return "proto"
+    folder = os.path.dirname(path)
+    if not folder:
+        return None
+    while folder and folder not in level_of():
+        folder = os.path.dirname(folder)
+    return folder or None
+
+
+def sources():
+    """Relative paths of every .h and .cc of product code."""
+    found = []
+    for path in glob.glob(os.path.join(SOURCE_DIR, "**", "*.*"), recursive=True):
+        relative = os.path.relpath(path, SOURCE_DIR)
+        if relative.endswith((".h", ".cc")) and not relative.startswith(NOT_LAYERED):
+            found.append(relative)
+    return sorted(found)
+
+
+def includes(relative):
+    with open(os.path.join(SOURCE_DIR, relative), encoding="utf-8", errors="replace") as file:
+        return INCLUDE.findall(file.read())
+
+
+class LayeringTest(unittest.TestCase):
+    def test_every_source_folder_has_a_layer(self):
+        for path in sources():
+            if path.startswith("proto/"):
+                continue
+            with self.subTest(path=path):
+                self.assertIsNotNone(folder_of(path), f"{path}: its folder has no row in LAYERS")
+                self.assertNotIn(os.path.dirname(path), ("", "analysis"),
+                                 f"{path}: a file outside every layered folder")
+
+    def test_no_include_points_up_or_sideways(self):
+        levels = level_of()
+        wrong = []
+        for path in sources():
+            here = folder_of(path)
+            for target in includes(path):
+                there = folder_of(target)
+                if there is None or there == here:
+                    continue
+                if there not in levels:
+                    wrong.append(f"{path} includes {target}: no row in LAYERS for {there}")
+                elif levels[there] >= levels[here]:
+                    wrong.append(f"{path} ({here}, row {levels[here]}) includes {target} "
+                                 f"({there}, row {levels[there]})")
+        self.assertEqual(wrong, [], "\n".join(wrong))
+
+    def test_no_include_cycle_between_files(self):
+        graph = collections.defaultdict(set)
+        for path in sources():
+            for target in includes(path):
+                if os.path.exists(os.path.join(SOURCE_DIR, target)):
+                    graph[path].add(target)
+        state = {}
+
+        def visit(node, trail):
+            state[node] = "open"
+            for next_node in sorted(graph[node]):
+                if state.get(next_node) == "open":
+                    self.fail("include cycle: " + " -> ".join(trail + [node, next_node]))
+                if next_node not in state:
+                    visit(next_node, trail + [node])
+            state[node] = "done"
+
+        for node in sorted(graph):
+            if node not in state:
+                visit(node, [])
+
+    def test_the_server_map_names_every_server_folder(self):
+        with open(os.path.join(SOURCE_DIR, "docs", "architecture.md"), encoding="utf-8") as file:
+            text = file.read()
+        block = text[text.index("<!-- BEGIN server map"):text.index("<!-- END server map")]
+        for folder in sorted(f for row in LAYERS for f in row if f.startswith("server/")):
+            with self.subTest(folder=folder):
+                self.assertTrue(f"`{folder}/`" in block,
+                                f"docs/architecture.md's server map does not name `{folder}/`")
+
+
+if __name__ == "__main__":
+    unittest.main()
