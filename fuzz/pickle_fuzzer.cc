@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace anisoscope;
-  const analysis::StorageLoader zeros = [](const std::string& key, at::ScalarType dtype,
+  const analysis::StorageLoader zeros = [](const std::string& /*key*/, at::ScalarType dtype,
                                            int64_t numel) -> absl::StatusOr<at::Tensor> {
     if (numel < 0 || numel > (int64_t{1} << 20)) {
       return absl::InvalidArgumentError("storage too large for the fuzzer");

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libopenblas0-openmp   # LibTorch (CPU); OpenBLAS: without it ~60x slower
+  libblas-dev                        # CBLAS: the spectra's Gram matrices by dsyrk (analysis/metrics/gram_update.cc)
   python3-torch python3-scipy        # /usr/bin/python3 fixtures and the reference (scipy.stats)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libsqlite3-dev nlohmann-json3-dev libicu-dev

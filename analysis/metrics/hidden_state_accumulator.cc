@@ -1,5 +1,6 @@
 #include "analysis/metrics/hidden_state_accumulator.h"
 
+#include "analysis/metrics/gram_update.h"
 #include "analysis/metrics/row_statistics.h"
 #include "analysis/metrics/spectral_statistics.h"
 #include "analysis/metrics/vector_accumulator.h"
@@ -30,7 +31,10 @@ HiddenStateAccumulator::HiddenStateAccumulator(int64_t dim, const at::Device& de
 
 void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& valid,
                                  const std::vector<int64_t>& lengths, int64_t valid_count) {
-  const at::Tensor x = hidden.to(at::kDouble) * valid.unsqueeze(-1);  // padded rows are 0
+  // Padded rows are 0 (a batch without padding is used as it is: one pass fewer).
+  const bool padded = valid_count < hidden.size(0) * hidden.size(1);
+  const at::Tensor x =
+      padded ? hidden.to(at::kDouble) * valid.unsqueeze(-1) : hidden.to(at::kDouble);
   const int64_t dim = x.size(-1);
   const at::Tensor batch_sum = x.reshape({-1, dim}).sum(0);
   if (!shift_.defined() && valid_count > 0) shift_ = batch_sum / static_cast<double>(valid_count);
@@ -39,8 +43,9 @@ void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& val
     // float64 products: float32 ones (summed in float32 inside the BLAS) put the singular
     // values of a rank-deficient state (the embedding output of a probe with fewer distinct
     // tokens than d) at about sqrt(eps_float32) σ_1 = 2e-4 σ_1 instead of 0. Padded rows are 0.
-    const at::Tensor shifted = ((x - shift_) * valid.unsqueeze(-1)).reshape({-1, dim});
-    shifted_gram_ += at::mm(shifted.t(), shifted);
+    at::Tensor shifted = x - shift_;
+    if (padded) shifted.mul_(valid.unsqueeze(-1));
+    AddGram(shifted_gram_, shifted.reshape({-1, dim}));
   }
   // A zero vector has no direction: it adds 0 to Σ x̂ but still counts in N.
   const at::Tensor units =
@@ -57,7 +62,9 @@ void HiddenStateAccumulator::Add(const at::Tensor& hidden, const at::Tensor& val
     for (int64_t length : lengths) uniformity_samples_ += length >= 2 ? 1 : 0;
   }
   if (Has(groups_, MetricGroup::kActivations)) {
-    max_abs_ = at::maximum(max_abs_, x.abs().amax());
+    // max |x| from one min-max pass, without an |x| tensor.
+    const auto [least, greatest] = at::aminmax(x);
+    max_abs_ = at::maximum(max_abs_, at::maximum(greatest, least.neg()));
     median_abs_sum_ += MedianAbsSum(hidden, lengths);
   }
   count_ += valid_count;
@@ -73,8 +80,8 @@ HiddenStateMetrics HiddenStateAccumulator::Finish(int index) const {
   m.mean_norm = Scalar(at::linalg_vector_norm(sum_ / count, 2));
   if (Has(groups_, MetricGroup::kSpectra)) {
     const at::Tensor& shift = shift_;
-    const SpectralStatistics spectral =
-        ComputeSpectralStatistics(shifted_gram_, sum_ - count * shift, shift, count_);
+    const SpectralStatistics spectral = ComputeSpectralStatistics(
+        SymmetricGram(shifted_gram_), sum_ - count * shift, shift, count_);
     m.spectrum = spectral.spectrum;
     m.sv_skewness = spectral.sv_skewness;
     m.sv_median = spectral.sv_median;

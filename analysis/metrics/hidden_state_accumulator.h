@@ -39,7 +39,7 @@ class HiddenStateAccumulator {
   at::Tensor sum_;             // [D] Σ x
   at::Tensor unit_sum_;        // [D] Σ x̂
   at::Tensor shift_;           // [D] s: the first batch's mean; undefined before
-  at::Tensor shifted_gram_;    // [D, D] Σ (x − s)(x − s)ᵀ
+  at::Tensor shifted_gram_;    // [D, D] Σ (x − s)(x − s)ᵀ, through AddGram (gram_update.h)
   at::Tensor first_unit_sum_;  // [D] Σ x̂ over position 0 of every sample
   at::Tensor uniformity_sum_;  // 0-dim: Σ u_s over samples with n_s >= 2
   at::Tensor max_abs_;         // 0-dim
