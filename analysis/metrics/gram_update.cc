@@ -9,6 +9,12 @@
 namespace anisoscope::analysis {
 
 void AddGram(at::Tensor& gram, const at::Tensor& rows) {
+  TORCH_CHECK(gram.dim() == 2 && rows.dim() == 2 && gram.size(0) == rows.size(1) &&
+                  gram.size(1) == rows.size(1),
+              "AddGram: gram [D, D] and rows [N, D] wanted");
+  TORCH_CHECK(gram.scalar_type() == at::kDouble && rows.scalar_type() == at::kDouble &&
+                  gram.device() == rows.device(),
+              "AddGram: float64 tensors on one device wanted");
 #ifdef ANISOSCOPE_WITH_CBLAS
   if (gram.device().is_cpu() && gram.is_contiguous() &&
       rows.size(0) <= std::numeric_limits<int>::max()) {

@@ -39,6 +39,8 @@ std::string HostOf(absl::string_view host_port) {
 }  // namespace
 
 bool IsLoopback(absl::string_view host_port) {
+  // inet_pton reads up to a NUL: "127.0.0.1\0.evil.example" must not pass as its prefix.
+  if (host_port.find('\0') != absl::string_view::npos) return false;
   const std::string host = HostOf(host_port);
   if (absl::StartsWith(host_port, "[")) return IsLoopbackV6(host);  // brackets hold IPv6 only
   return absl::EqualsIgnoreCase(host, "localhost") || IsLoopbackV4(host) || IsLoopbackV6(host);

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/string_view.h"
+
 namespace anisoscope::server {
 namespace {
 
@@ -154,6 +157,12 @@ TEST(ServerOptionsTest, LoopbackIsParsedExactly) {
                             "",
                             ":80"}) {
     EXPECT_FALSE(IsLoopback(other)) << other;
+  }
+  // A NUL cuts inet_pton's reading short: what follows it must still count.
+  for (const absl::string_view other :
+       {absl::string_view("127.0.0.1\0.evil.example", 23), absl::string_view("127.0.0.1\0:", 11),
+        absl::string_view("[::1\0]]", 7), absl::string_view("localhost\0", 10)}) {
+    EXPECT_FALSE(IsLoopback(other)) << absl::CEscape(other);
   }
   ServerOptions options;
   options.listen = "127.0.0.1.evil.example:50051";
