@@ -42,7 +42,10 @@ absl::StatusOr<LlamaConfig> LlamaConfig::FromCheckpoint(const Checkpoint& checkp
                    reader.PositiveNumber("rms_norm_eps", family == "olmo2" ? 1e-5 : 1e-6));
   ASSIGN_OR_RETURN(config.hidden_act, ReadActivation(reader, "hidden_act", "silu"));
   ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
-  const std::string model_type = json.value("model_type", "");
+  std::string model_type;  // the family may have come from architectures alone
+  if (reader.IsSet("model_type")) {
+    ASSIGN_OR_RETURN(model_type, reader.String("model_type", ""));
+  }
   config.qkv_bias = attention_bias || model_type == "qwen2";
   config.output_bias = attention_bias;
   ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
@@ -68,8 +71,8 @@ absl::StatusOr<LlamaConfig> LlamaConfig::FromCheckpoint(const Checkpoint& checkp
   }
   // A sliding window shorter than the model's length would change attention for longer
   // probes: the window becomes the longest probe accepted.
-  const bool windowed =
-      model_type == "mistral" || (model_type == "qwen2" && json.value("use_sliding_window", false));
+  ASSIGN_OR_RETURN(const bool use_sliding_window, reader.Bool("use_sliding_window", false));
+  const bool windowed = model_type == "mistral" || (model_type == "qwen2" && use_sliding_window);
   if (windowed && reader.IsSet("sliding_window")) {
     ASSIGN_OR_RETURN(const int64_t window, reader.PositiveInt("sliding_window"));
     if (window < config.max_positions) {

@@ -115,6 +115,9 @@ TEST(ModelErrorsTest, MistypedConfigFieldsNameConfigAndField) {
       {TinyLlama(), "rope_scaling", "linear", "field 'rope_scaling' must be an object or null"},
       {TinyLlama(/*olmo2=*/true), "rms_norm_eps", "1e-6",
        "field 'rms_norm_eps' must be a positive number"},
+      // The family then comes from architectures (the fuzzer's find: this used to throw).
+      {TinyLlama(), "model_type", 10000.0, "field 'model_type' must be a string"},
+      {TinyLlama(), "use_sliding_window", "yes", "field 'use_sliding_window' must be"},
   };
   for (const Case& c : cases) {
     TinyCheckpoint tiny = c.tiny;
