@@ -45,12 +45,13 @@ void AlarmWebhook::Send(const storage::AlarmRecord& alarm) {
   pb::Alarm message;
   ToProto(alarm, &message);
   absl::StatusOr<std::string> json = ProtoToJson(message);
-  if (!json.ok()) {
-    spdlog::error("alarm webhook: alarm {} not sent: {}", alarm.id, json.status().ToString());
+  absl::MutexLock lock(&mu_);
+  if (!json.ok()) {  // counted as dropped, like an alarm the full queue turns away
+    ++counts_.dropped;
+    spdlog::error("alarm webhook: alarm {} dropped: {}", alarm.id, json.status().ToString());
     return;
   }
   std::string body = absl::StrCat("{\"alarm\":", *json, "}");
-  absl::MutexLock lock(&mu_);
   if (queue_.size() >= static_cast<size_t>(options_.max_queued)) {
     ++counts_.dropped;
     spdlog::warn("alarm webhook: {} alarms wait already; alarm {} ({} of run '{}') dropped",

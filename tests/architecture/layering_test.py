@@ -41,12 +41,9 @@ NOT_LAYERED = ("tests/", "build/", "build-fuzz/", "web/", "python/", "docs/", "e
 INCLUDE = re.compile(r'^\s*#\s*include\s+[<"]([^">]+)[">]', re.MULTILINE)
 
 
-def level_of():
-    return {folder: row for row, folders in enumerate(LAYERS) for folder in folders}
-
-
-def top_folders():
-    return {folder.split("/")[0] for row in LAYERS for folder in row}
+# Each layered folder's row, and the top folders an include path may start with.
+LEVELS = {folder: row for row, folders in enumerate(LAYERS) for folder in folders}
+TOP_FOLDERS = {folder.split("/")[0] for folder in LEVELS}
 
 
 def folder_of(path):
@@ -64,7 +61,7 @@ def resolve_include(including, target):
     beside = os.path.normpath(os.path.join(os.path.dirname(including), target))
     if os.path.isfile(os.path.join(SOURCE_DIR, beside)):
         return beside
-    if target.split("/")[0] in top_folders():
+    if target.split("/")[0] in TOP_FOLDERS:
         return os.path.normpath(target)
     return None
 
@@ -93,14 +90,12 @@ def includes(relative):
 
 class LayeringTest(unittest.TestCase):
     def test_every_source_folder_has_a_layer(self):
-        levels = level_of()
         for path in sources():
             with self.subTest(path=path):
-                self.assertIn(folder_of(path), levels,
+                self.assertIn(folder_of(path), LEVELS,
                               f"{path}: its folder {folder_of(path)!r} has no row in LAYERS")
 
     def test_no_include_points_up_or_sideways(self):
-        levels = level_of()
         wrong = []
         for path in sources():
             here = folder_of(path)
@@ -108,11 +103,11 @@ class LayeringTest(unittest.TestCase):
                 there = folder_of(target)
                 if there == here:
                     continue
-                if there not in levels:
+                if there not in LEVELS:
                     wrong.append(f"{path} includes {target}: no row in LAYERS for {there!r}")
-                elif here in levels and levels[there] >= levels[here]:
-                    wrong.append(f"{path} ({here}, row {levels[here]}) includes {target} "
-                                 f"({there}, row {levels[there]})")
+                elif here in LEVELS and LEVELS[there] >= LEVELS[here]:
+                    wrong.append(f"{path} ({here}, row {LEVELS[here]}) includes {target} "
+                                 f"({there}, row {LEVELS[there]})")
         self.assertEqual(wrong, [], "\n".join(wrong))
 
     def test_no_include_cycle_between_headers(self):

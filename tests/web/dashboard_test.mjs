@@ -157,9 +157,10 @@ async function waitForSteps(page, steps) {
         s.spectrum.steps === steps && s.spectrum.curves.length === layers + 1 &&
         s.tokenCloud.steps === steps && s.runs.series.some((x) => x.points === steps);
     }, { layers: LAYERS, heads: HEADS, steps }, { timeout: 20000, polling: 100 });
-  } catch {
-    throw new Error(`the page did not show ${steps} steps in every view within 20 s; it shows:\n` +
-      JSON.stringify(await summary(page)));
+  } catch (error) {
+    // A timeout, or an error in the page (which ends the wait early): say which.
+    throw new Error(`the page did not show ${steps} steps in every view within 20 s ` +
+      `(${error.message.split('\n')[0]}); it shows:\n` + JSON.stringify(await summary(page)));
   }
   return summary(page);
 }
