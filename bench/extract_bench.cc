@@ -3,11 +3,13 @@
 // of them whose work does not shrink with the probe timed alone; optionally
 // a series of checkpoints one after another (what a worker does), timed without and with
 // the next checkpoint read ahead (from a cold page cache with --cold), and the metrics as
-// JSON (for bench/gpu/compare_metrics.py).
+// JSON (for bench/gpu/compare_metrics.py). With --against, the same extract with other metric
+// groups is timed in the same run, the two alternating (one order, then the other), so that
+// the cost of a group is a ratio the machine's drift does not reach.
 //
 //   build/bin/extract_bench CHECKPOINT_DIR PROBE.jsonl [--device cpu] [--dtype float32]
 //       [--threads N] [--batch-size N] [--repeats N] [--allow-tf32]
-//       [--series DIR... [--cold]] [--metrics-json FILE] [--metrics GROUPS]
+//       [--series DIR... [--cold]] [--metrics-json FILE] [--metrics GROUPS] [--against GROUPS]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -21,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,7 @@ struct BenchOptions {
   bool cold = false;  // evict the series' weight files from the page cache before each pass
   fs::path metrics_json;
   std::string metrics = "all";  // the metric groups computed (metric_groups.h)
+  std::string against;          // other metric groups, timed alternately with `metrics`
 };
 
 // A ForwardObserver that keeps nothing: the baseline forward.
@@ -273,25 +277,39 @@ ReadFigures TimeFingerprint(const fs::path& dir) {
   return figures;
 }
 
+Probe BuildProbe(Extractor& extractor, const BenchOptions& options, MetricGroups groups) {
+  ProbeSpec spec;
+  spec.file = options.probe;
+  spec.metric_groups = groups;
+  auto probe = extractor.BuildProbe(options.checkpoint, spec, anisoscope::FileGate::Host());
+  if (!probe.ok()) Fail(probe.status());
+  return *std::move(probe);
+}
+
+MetricGroups ParseGroups(const std::string& text) {
+  auto groups = ParseMetricGroups(text);
+  if (!groups.ok()) Fail(groups.status());
+  return *groups;
+}
+
 int Run(const BenchOptions& options) {
   auto extractor = CreateTorchExtractor(options.extractor);
   if (!extractor.ok()) Fail(extractor.status());
-  ProbeSpec spec;
-  spec.file = options.probe;
-  auto groups = ParseMetricGroups(options.metrics);
-  if (!groups.ok()) Fail(groups.status());
-  spec.metric_groups = *groups;
-  auto probe = (*extractor)->BuildProbe(options.checkpoint, spec, anisoscope::FileGate::Host());
-  if (!probe.ok()) Fail(probe.status());
+  const MetricGroups groups = ParseGroups(options.metrics);
+  const Probe probe = BuildProbe(**extractor, options, groups);
+  std::optional<Probe> other_probe;
+  if (!options.against.empty()) {
+    other_probe = BuildProbe(**extractor, options, ParseGroups(options.against));
+  }
   const at::Device device(options.extractor.device);
   at::zeros({1}, at::TensorOptions().device(device)).cpu();  // sets up the device's allocator
   std::printf(
       "checkpoint %s, probe %zu x %lld tokens, metrics %s, device %s, dtype %s%s, %d threads, "
       "batch %s\n",
-      options.checkpoint.c_str(), probe->samples.size(),
-      static_cast<long long>(probe->max_length()), MetricGroupsText(*groups).c_str(),
-      options.extractor.device.c_str(), options.extractor.dtype.c_str(),
-      options.extractor.allow_tf32 ? " (TF32)" : "", at::get_num_threads(),
+      options.checkpoint.c_str(), probe.samples.size(), static_cast<long long>(probe.max_length()),
+      MetricGroupsText(groups).c_str(), options.extractor.device.c_str(),
+      options.extractor.dtype.c_str(), options.extractor.allow_tf32 ? " (TF32)" : "",
+      at::get_num_threads(),
       options.extractor.batch_size > 0 ? std::to_string(options.extractor.batch_size).c_str()
                                        : "auto");
   const double rss_before = CurrentRssMiB();  // the runtime, before any checkpoint is read
@@ -300,15 +318,30 @@ int Run(const BenchOptions& options) {
   int64_t device_peak = 0;
   double peak_mib = 0;  // during the extracts alone, not the baseline's forward or the read
   CheckpointMetrics metrics;
+  double best_other = 1e30;
+  std::vector<double> pair_ratios;  // --against: each repeat's extract over the other's
   for (int r = 0; r < options.repeats; ++r) {
+    // --against: the other groups first in every other repeat, so neither order is favoured.
+    const auto time_other = [&] {
+      const auto start = std::chrono::steady_clock::now();
+      ExtractOnce(**extractor, options.checkpoint, *other_probe);
+      return Seconds(start);
+    };
+    const double other_before = other_probe && r % 2 == 1 ? time_other() : 0;
     ResetPeakMemory(device);
     ResetPeakRss();
     const auto start = std::chrono::steady_clock::now();
-    metrics = ExtractOnce(**extractor, options.checkpoint, *probe);
-    best_extract = std::min(best_extract, Seconds(start));
+    metrics = ExtractOnce(**extractor, options.checkpoint, probe);
+    const double extract = Seconds(start);
+    best_extract = std::min(best_extract, extract);
     device_peak = std::max(device_peak, PeakAllocatedBytes(device));
     peak_mib = std::max(peak_mib, PeakRssMiB());
-    const BaselineSeconds baseline = TimeBaseline(options.checkpoint, *probe, options.extractor);
+    if (other_probe) {
+      const double other = r % 2 == 1 ? other_before : time_other();
+      best_other = std::min(best_other, other);
+      pair_ratios.push_back(extract / other);
+    }
+    const BaselineSeconds baseline = TimeBaseline(options.checkpoint, probe, options.extractor);
     best_forward = std::min(best_forward, baseline.forward);
     best_load = std::min(best_load, baseline.load);
     if (baseline.per_checkpoint.total() < best_fixed.total()) best_fixed = baseline.per_checkpoint;
@@ -325,6 +358,14 @@ int Run(const BenchOptions& options) {
               hashed.seconds, hashed.bytes / hashed.seconds / 1e9,
               100 * hashed.seconds / best_extract);
   std::printf("ratio extract / forward-only:       %.2f\n", best_extract / best_forward);
+  if (other_probe) {
+    std::printf("against metrics %s, same run:  %.3f s per checkpoint (best of %d)\n",
+                MetricGroupsText(other_probe->metric_groups).c_str(), best_other, options.repeats);
+    std::printf("ratio extract / against:            %.3f (best over best); each repeat:",
+                best_extract / best_other);
+    for (double ratio : pair_ratios) std::printf(" %.3f", ratio);
+    std::printf("\n");
+  }
   std::printf(
       "per-checkpoint metrics alone:       %.3f s, %.2f x the forward: the embedding's partition "
       "function %.3f s, %d eigen-solves of %d x %d %.3f s\n",
@@ -341,8 +382,8 @@ int Run(const BenchOptions& options) {
   std::printf("\n");
   if (!options.metrics_json.empty()) WriteMetricsJson(metrics, options.metrics_json);
   if (!options.series.empty()) {
-    const double plain = RunSeries(**extractor, options, *probe, /*read_ahead=*/false);
-    const double ahead = RunSeries(**extractor, options, *probe, /*read_ahead=*/true);
+    const double plain = RunSeries(**extractor, options, probe, /*read_ahead=*/false);
+    const double ahead = RunSeries(**extractor, options, probe, /*read_ahead=*/true);
     const double forwards = best_forward * options.series.size();
     std::printf("series / sum of forward-only times: %.2f without read-ahead, %.2f with\n",
                 plain / forwards, ahead / forwards);
@@ -382,6 +423,9 @@ int main(int argc, char** argv) {
                  "the metric groups computed, comma-separated (core, sharpness, spectra, "
                  "uniformity, activations, weights) or all")
       ->capture_default_str();
+  app.add_option("--against", options.against,
+                 "other metric groups (e.g. core): the same extract timed in the same run, the "
+                 "two alternating, with their ratio");
   CLI11_PARSE(app, argc, argv);
   return anisoscope::analysis::Run(options);
 }

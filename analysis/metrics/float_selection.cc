@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "analysis/metrics/float_selection_avx512.h"
+
 namespace anisoscope::analysis {
 namespace {
 
@@ -66,8 +68,8 @@ uint32_t SelectKey(uint32_t* keys, int64_t n, int64_t k, int top) {
 }
 
 template <typename KeyFunction>
-RowSummary Summarize(const float* values, int64_t n, std::vector<uint32_t>& scratch,
-                     KeyFunction key_of) {
+RowSummary RadixSummarize(const float* values, int64_t n, std::vector<uint32_t>& scratch,
+                          KeyFunction key_of) {
   // scratch[0 … n) is selected in; scratch[n … 2n) keeps the keys for the upper middle one.
   if (static_cast<int64_t>(scratch.size()) < 2 * n) scratch.resize(static_cast<size_t>(2 * n));
   uint32_t* keys = scratch.data();
@@ -97,12 +99,29 @@ RowSummary Summarize(const float* values, int64_t n, std::vector<uint32_t>& scra
 
 }  // namespace
 
-RowSummary SummarizeRow(const float* values, int64_t n, std::vector<uint32_t>& scratch) {
-  return Summarize(values, n, scratch, KeyOf);
+RowSummary RadixSummarizeRow(const float* values, int64_t n, bool absolute,
+                             SelectionScratch& scratch) {
+  return absolute ? RadixSummarize(values, n, scratch.keys, AbsKeyOf)
+                  : RadixSummarize(values, n, scratch.keys, KeyOf);
 }
 
-RowSummary SummarizeAbsRow(const float* values, int64_t n, std::vector<uint32_t>& scratch) {
-  return Summarize(values, n, scratch, AbsKeyOf);
+namespace {
+
+RowSummary Summarize(const float* values, int64_t n, bool absolute, SelectionScratch& scratch) {
+  if (Avx512SelectionAvailable()) {
+    if (auto summary = Avx512SummarizeRow(values, n, absolute, scratch.values)) return *summary;
+  }
+  return RadixSummarizeRow(values, n, absolute, scratch);
+}
+
+}  // namespace
+
+RowSummary SummarizeRow(const float* values, int64_t n, SelectionScratch& scratch) {
+  return Summarize(values, n, /*absolute=*/false, scratch);
+}
+
+RowSummary SummarizeAbsRow(const float* values, int64_t n, SelectionScratch& scratch) {
+  return Summarize(values, n, /*absolute=*/true, scratch);
 }
 
 }  // namespace anisoscope::analysis

@@ -30,7 +30,7 @@ at::Tensor AttentionRowSumsOnCpu(const at::Tensor& probs, const std::vector<int6
   const float* data = p.data_ptr<float>();
   std::vector<double> sums(static_cast<size_t>(batch * heads * kNumAttentionStats), 0.0);
   at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<uint32_t> scratch;
+    SelectionScratch scratch;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t valid = lengths[static_cast<size_t>(bh / heads)];
       double* out = &sums[static_cast<size_t>(bh * kNumAttentionStats)];
@@ -62,7 +62,7 @@ at::Tensor MedianAbsSumOnCpu(const at::Tensor& hidden, const std::vector<int64_t
   const float* data = x.data_ptr<float>();
   std::vector<double> medians(static_cast<size_t>(batch * length), 0.0);
   at::parallel_for(0, batch * length, 16, [&](int64_t begin, int64_t end) {
-    std::vector<uint32_t> scratch;
+    SelectionScratch scratch;
     for (int64_t bt = begin; bt < end; ++bt) {
       if (bt % length >= lengths[static_cast<size_t>(bt / length)]) continue;
       medians[static_cast<size_t>(bt)] = SummarizeAbsRow(data + bt * dim, dim, scratch).median;
