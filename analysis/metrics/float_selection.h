@@ -5,7 +5,8 @@
 //   spaced values are ranked against each other in vector lanes, two of them bracket the
 //   wanted rank, and one vector pass counts what lies below and keeps what lies within (a
 //   compress per 16 values); repeated until 32 values are left, which are ranked in lanes.
-//   4 to 5 times faster than the radix selection on the 512- to 768-long rows of the metrics.
+//   3 to 6 times faster than the radix selection on softmax rows of 128 to 768
+//   (bench/selection_bench.cc).
 // - Elsewhere, and for a row holding a NaN, a radix selection: the floats become
 //   order-preserving unsigned keys, whose common leading bits are skipped, and the selection
 //   narrows a byte at a time. 2 to 3.5 times faster than std::minmax_element and
