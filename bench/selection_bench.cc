@@ -1,7 +1,7 @@
 // selection_bench: the attention rows' order statistics (analysis/metrics/float_selection.h),
 // the way this CPU takes against the radix selection, on softmax rows like those of the
-// `sharpness` metrics, both timed in one run, the two alternating. The results are compared
-// too: any difference fails the run.
+// `sharpness` metrics, both timed in one run, one after the other in each repeat. The results
+// are compared too: any difference fails the run.
 //
 //   build/bin/selection_bench [--rows N] [--repeats N]
 #include <CLI/CLI.hpp>

@@ -22,6 +22,9 @@ constexpr int kSampleSize = 16;
 constexpr int kBracketReach = 2;
 // Rows this short are ranked in lanes directly (two vectors).
 constexpr int64_t kRankedDirectly = 32;
+// Rounds after which the rest is left to std::nth_element: a row of 768 takes 3 to 5; only
+// ties that let every bracket hold nearly all of the row take more.
+constexpr int kMostRounds = 12;
 
 ANISOSCOPE_AVX512 __mmask16 LanesLeft(int64_t remaining) {
   return remaining >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << remaining) - 1);
@@ -86,12 +89,20 @@ ANISOSCOPE_AVX512 int64_t Keep(const float* values, int64_t m, __m512 bound, flo
   return kept;
 }
 
+// The value of rank k of values[0 … m), by std::nth_element on a copy in `out`.
+float SelectByNthElement(const float* values, int64_t m, int64_t k, float* out) {
+  std::copy(values, values + m, out);
+  std::nth_element(out, out + k, out + m);
+  return out[k];
+}
+
 // The value of rank k of values[0 … n) (no NaN). `a` and `b` hold n + 16 floats each.
 ANISOSCOPE_AVX512 float Select(const float* values, int64_t n, int64_t k, float* a, float* b) {
   const float* current = values;
   int64_t m = n;
   float* out = a;
-  while (m > kRankedDirectly) {
+  for (int round = 0; m > kRankedDirectly; ++round) {
+    if (round == kMostRounds) return SelectByNthElement(current, m, k, out);
     float sample[kSampleSize];
     for (int j = 0; j < kSampleSize; ++j) sample[j] = current[j * m / kSampleSize];
     const int64_t expected = k * kSampleSize / m;
@@ -120,10 +131,8 @@ ANISOSCOPE_AVX512 float Select(const float* values, int64_t n, int64_t k, float*
     } else {
       if (low == high) return low;
       k -= below;
-      if (kept == m) {  // both bounds are the extremes (ties): no progress by bracketing
-        std::nth_element(out, out + k, out + m);
-        return out[k];
-      }
+      // Both bounds are the extremes (ties): bracketing makes no progress.
+      if (kept == m) return SelectByNthElement(current, m, k, out);
     }
     m = kept;
     current = out;
