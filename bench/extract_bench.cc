@@ -320,15 +320,16 @@ int Run(const BenchOptions& options) {
   CheckpointMetrics metrics;
   double best_other = 1e30;
   std::vector<double> pair_ratios;  // --against: each repeat's extract over the other's
+  const auto time_other = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    ExtractOnce(**extractor, options.checkpoint, *other_probe);
+    return Seconds(start);
+  };
   for (int r = 0; r < options.repeats; ++r) {
     // --against: the other groups first in every other repeat (an even --repeats favours
     // neither order).
-    const auto time_other = [&] {
-      const auto start = std::chrono::steady_clock::now();
-      ExtractOnce(**extractor, options.checkpoint, *other_probe);
-      return Seconds(start);
-    };
-    const double other_before = other_probe && r % 2 == 1 ? time_other() : 0;
+    const bool other_first = other_probe && r % 2 == 1;
+    double other = other_first ? time_other() : 0;
     ResetPeakMemory(device);
     ResetPeakRss();
     const auto start = std::chrono::steady_clock::now();
@@ -337,9 +338,9 @@ int Run(const BenchOptions& options) {
     best_extract = std::min(best_extract, extract);
     device_peak = std::max(device_peak, PeakAllocatedBytes(device));
     // Not after the other extract: what its allocator kept would count as this one's.
-    if (!other_probe || r % 2 == 0) peak_mib = std::max(peak_mib, PeakRssMiB());
+    if (!other_first) peak_mib = std::max(peak_mib, PeakRssMiB());
     if (other_probe) {
-      const double other = r % 2 == 1 ? other_before : time_other();
+      if (!other_first) other = time_other();
       best_other = std::min(best_other, other);
       pair_ratios.push_back(extract / other);
     }

@@ -1,7 +1,6 @@
 #include "analysis/metrics/float_selection_avx512.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #if defined(__x86_64__)
