@@ -34,8 +34,8 @@
 #include "analysis/extractor/batching.h"
 #include "analysis/extractor/device_memory.h"
 #include "analysis/extractor/extractor.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "analysis/metrics/embedding_isotropy.h"
-#include "analysis/metrics/metric_groups.h"
 #include "analysis/metrics/spectral_statistics.h"
 #include "analysis/models/transformer_model.h"
 

@@ -8,6 +8,7 @@
 #include "client/analysis_commands.h"
 #include "client/job_commands.h"
 #include "client/query_commands.h"
+#include "common/version.h"
 
 namespace anisoscope::client {
 namespace {
@@ -57,6 +58,7 @@ CommandSpec TopLevelSpec() {
   for (const GlobalFlag& flag : GlobalFlags()) {
     spec.flags.push_back(StringFlag(flag.name, flag.value_name, flag.help));
   }
+  spec.flags.push_back(BoolFlag("version", "print the version, then exit"));
   return spec;
 }
 
@@ -92,11 +94,13 @@ std::string TopLevelUsage() {
   absl::StrAppend(
       &text,
       "  -h, --help\n      show this help ('anisoscope COMMAND --help': a command's flags)\n"
+      "  --version\n      print the version, then exit\n"
       "\n"
       "exit status: 0 success; 2 the request is wrong (a usage error, or one the server\n"
       "refuses as INVALID_ARGUMENT or OUT_OF_RANGE, e.g. a layer the run does not have);\n"
       "1 it could not be carried out (server unreachable, NOT_FOUND, PERMISSION_DENIED,\n"
-      "UNAVAILABLE, ..., or a job that failed)\n");
+      "UNAVAILABLE, ..., or a job that failed); 130 Ctrl-C while waiting on a job (the\n"
+      "job goes on)\n");
   return text;
 }
 
@@ -107,6 +111,10 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   if (!global.ok()) return top.UsageError(global.status().message());
   if (global->help()) {
     *env.out << TopLevelUsage();
+    return kExitOk;
+  }
+  if (global->Has("version")) {
+    *env.out << VersionLine("anisoscope") << "\n";
     return kExitOk;
   }
   TakeGlobalFlags(*global, &connection);

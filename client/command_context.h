@@ -25,6 +25,7 @@ namespace anisoscope::client {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // unreachable server, refused or failed call, failed job
 inline constexpr int kExitUsage = 2;    // bad command line, or INVALID_ARGUMENT / OUT_OF_RANGE
+inline constexpr int kExitInterrupted = 130;  // Ctrl-C while waiting on a job (128 + SIGINT)
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:50051";
 

@@ -238,7 +238,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
 }
 
 std::string CommandUsage(const CommandSpec& spec) {
-  std::string text = absl::StrCat("usage: anisoscope [--server HOST:PORT] ", spec.name, " ",
+  std::string text = absl::StrCat("usage: anisoscope [--server HOST:PORT] ", spec.name,
+                                  spec.synopsis.empty() ? "" : " ",
                                   absl::StrReplaceAll(spec.synopsis, {{"\n", "\n    "}}), "\n\n",
                                   spec.summary, "\n");
   std::vector<std::pair<std::string, std::string>> rows;
@@ -251,13 +252,20 @@ std::string CommandUsage(const CommandSpec& spec) {
     rows.emplace_back(std::move(left), flag.help);
   }
   rows.emplace_back("-h, --help", "show this help and exit");
+  // The help column starts after the widest flag of at most kMaxFlagWidth columns; a wider
+  // one (a choice of many values) has its help on the next line.
+  constexpr size_t kMaxFlagWidth = 28;
   size_t width = 0;
-  for (const auto& row : rows) width = std::max(width, row.first.size());
+  for (const auto& row : rows) {
+    if (row.first.size() <= kMaxFlagWidth) width = std::max(width, row.first.size());
+  }
   absl::StrAppend(&text, "\narguments:\n");
+  const std::string indent(width + 4, ' ');
   for (const auto& [left, help] : rows) {
-    const std::string indent(width + 4, ' ');
-    absl::StrAppend(&text, "  ", left, std::string(width - left.size() + 2, ' '),
-                    absl::StrReplaceAll(help, {{"\n", "\n" + indent}}), "\n");
+    const std::string gap =
+        left.size() <= width ? std::string(width - left.size() + 2, ' ') : "\n" + indent;
+    absl::StrAppend(&text, "  ", left, gap, absl::StrReplaceAll(help, {{"\n", "\n" + indent}}),
+                    "\n");
   }
   if (!spec.details.empty()) absl::StrAppend(&text, "\n", spec.details);
   return text;

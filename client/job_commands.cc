@@ -1,10 +1,11 @@
 #include "client/job_commands.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "client/interrupt_guard.h"
 #include "client/job_formatters.h"
@@ -70,7 +71,8 @@ int RunSubmit(const ParsedArgs& args, const CommandContext& context) {
                 << (count == 1 ? "" : "s") << " of run " << job.run() << "\n"
                 << std::flush;
   if (!args.Has("wait")) return kExitOk;
-  return WatchUntilFinished(context, submitted.channel, job.id());
+  return WatchUntilFinished(context, submitted.channel, job.id(), nullptr,
+                            /*leave_on_interrupt=*/true);
 }
 
 int RunFollow(const ParsedArgs& args, const CommandContext& context) {
@@ -164,10 +166,10 @@ int RunWatch(const ParsedArgs& args, const CommandContext& context) {
   if (id < 0) return kExitUsage;
   auto channel = context.Connect();
   if (!channel.ok()) return context.Error(channel.status().message());
-  return WatchUntilFinished(context, *channel, id);
+  return WatchUntilFinished(context, *channel, id, nullptr, /*leave_on_interrupt=*/true);
 }
 
-// --metrics' help: the groups from their one list (analysis/metrics/metric_groups.h).
+// --metrics' help: the groups from their one list (analysis/metric_catalog/metric_groups.h).
 std::string MetricsFlagHelp() {
   std::string help =
       "the metric groups to compute, comma-separated (default all; core is\n"
@@ -244,12 +246,15 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
 }
 
 int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc::Channel>& channel,
-                       int64_t id, v1::Job* final_job) {
+                       int64_t id, v1::Job* final_job, bool leave_on_interrupt) {
   auto stub = v1::JobService::NewStub(channel);
   grpc::ClientContext rpc;
   context.Prepare(&rpc, /*deadline=*/false);  // jobs take as long as they take
   v1::WatchJobRequest request;
   request.set_id(id);
+  // Ctrl-C ends the watch (the stream), never the job.
+  std::optional<InterruptGuard> guard;
+  if (leave_on_interrupt) guard.emplace([&rpc] { rpc.TryCancel(); });
   std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = stub->WatchJob(&rpc, request);
   ProgressPrinter printer(context.err_is_tty());
   v1::JobEvent event;
@@ -262,6 +267,13 @@ int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc
   }
   const grpc::Status status = reader->Finish();
   context.err() << printer.Clear() << std::flush;
+  const bool ended = status.ok() && seen && v1::IsFinal(last.state());
+  if (guard.has_value() && guard->interrupted() && !ended) {
+    context.err() << "job " << id << " continues: `anisoscope watch " << id
+                  << "`, `anisoscope cancel " << id << "`\n"
+                  << std::flush;
+    return kExitInterrupted;
+  }
   if (!status.ok()) return context.RpcError(status);
   if (!seen || !v1::IsFinal(last.state())) {
     return context.Error(
@@ -298,7 +310,7 @@ std::vector<Command> JobCommands() {
                  "how --probe-text becomes samples: windows of the token\n"
                  "stream, or one sample per line (default windows)"),
       IntFlag("samples", "N", "number of probe samples (default 128)", 1),
-      IntFlag("seq-len", "L", "tokens per sample (default: the model's maximum)", 1),
+      IntFlag("seq-len", "L", "tokens per sample (default: 2048, or the model's maximum if shorter)", 1),
       IntFlag("token-samples", "M",
               "keep Q and K of M probe tokens per head and step, for 'token-cloud'\n"
               "(default 128; 0: none; at most the probe's tokens)",
@@ -318,7 +330,8 @@ std::vector<Command> JobCommands() {
       "Relative paths are made absolute against the current directory; the server\n"
       "reads them and refuses paths outside its --allow-root directories.\n"
       "Prints the job id. With --wait, progress goes to stderr and a summary line to\n"
-      "stdout; the exit status is 0 only if every checkpoint was done or skipped.\n";
+      "stdout; the exit status is 0 only if every checkpoint was done or skipped.\n"
+      "Ctrl-C during --wait leaves the job running (exit 130; see 'watch', 'cancel').\n";
 
   CommandSpec follow;
   follow.name = "follow";
@@ -331,6 +344,9 @@ std::vector<Command> JobCommands() {
   for (const FlagSpec& flag : submit.flags) {
     if (flag.name != "checkpoint" && flag.name != "wait" && flag.name != "follow") {
       follow.flags.push_back(flag);
+    }
+    if (flag.name == "until-step") {  // follow always follows: no "with --follow"
+      follow.flags.back().help = "end after step N is analysed (later steps are ignored)";
     }
   }
   follow.details =
@@ -369,7 +385,8 @@ std::vector<Command> JobCommands() {
   watch.details =
       "Progress goes to stderr, one line per finished checkpoint, and a summary line\n"
       "to stdout. Exits 0 only if every checkpoint was done or skipped, 1 otherwise.\n"
-      "Interrupting the watch does not cancel the job (see 'cancel').\n";
+      "Ctrl-C ends the watch, not the job: it prints how to watch or cancel the job\n"
+      "and exits 130.\n";
 
   return {{submit, RunSubmit}, {follow, RunFollow}, {status, RunStatus},
           {jobs, RunJobs},     {cancel, RunCancel}, {watch, RunWatch}};

@@ -33,8 +33,10 @@ std::string AbsolutePath(const std::string& path, const std::string& cwd);
 // Follows job `id` over WatchJob until it ends, writing progress to err() and a summary
 // line to out(). Returns 0 when every checkpoint was done or skipped, 1 otherwise
 // (failed or cancelled job, RPC error, stream cut); the job as it ended in `final_job` when
-// given. Blocks until the job ends.
+// given. Blocks until the job ends. With `leave_on_interrupt`, Ctrl-C (or SIGTERM) ends the
+// watch instead, not the job: "job N continues: `anisoscope watch N`, `anisoscope cancel N`"
+// on err() and kExitInterrupted (one InterruptGuard at a time: not inside another's).
 int WatchUntilFinished(const CommandContext& context, const std::shared_ptr<grpc::Channel>& channel,
-                       int64_t id, v1::Job* final_job = nullptr);
+                       int64_t id, v1::Job* final_job = nullptr, bool leave_on_interrupt = false);
 
 }  // namespace anisoscope::client

@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "analysis/metrics/checkpoint_metrics.h"
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 #include "client/formatters.h"
 #include "client/job_formatters.h"
 #include "client/query_support.h"
@@ -211,8 +211,8 @@ std::vector<Command> QueryCommands() {
   CommandSpec vectors;
   vectors.name = "vectors";
   vectors.synopsis =
-      "--run NAME --kind K [--layer L] [--head H] [--probe ID] [--from-step A] [--to-step B]\n"
-      "[--format json|csv]";
+      "--run NAME --kind K [--layer L] [--head H] [--probe ID]\n"
+      "[--from-step A] [--to-step B] [--format json|csv]";
   vectors.summary = "print one stored vector (mean Q/K, token samples, spectrum, gain) per step";
   vectors.flags = {
       RunFlag(),

@@ -127,7 +127,8 @@ absl::StatusOr<UniqueFd> FileGate::Open(const fs::path& path, int flags, const c
   }
   if (!right_kind) {
     return absl::PermissionDeniedError(
-        absl::StrCat("'", path.string(), "' is not a ", kind, " beneath an allowed root"));
+        absl::StrCat("'", path.string(), "' is not a ", kind, " beneath an allowed root: it does "
+                     "not exist or is outside the server's --allow-root"));
   }
   return owned;
 }

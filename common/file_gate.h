@@ -62,7 +62,8 @@ class FileGate {
   static FileGate Host();
 
   // Opens a regular file for reading. PERMISSION_DENIED "'PATH' is not a file beneath an
-  // allowed root" when it is missing, outside, not a regular file or unreadable.
+  // allowed root: it does not exist or is outside the server's --allow-root" when it is
+  // missing, outside, not a regular file or unreadable (one answer: no oracle of the disk).
   absl::StatusOr<UniqueFd> OpenFile(const std::filesystem::path& path) const;
   // Opens a directory (O_DIRECTORY), with the same answer as OpenFile otherwise.
   absl::StatusOr<UniqueFd> OpenDirectory(const std::filesystem::path& path) const;

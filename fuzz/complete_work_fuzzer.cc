@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "fuzz/fuzz_input.h"
 #include "server/jobs/step_upload.h"

@@ -4,15 +4,17 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
+#include "common/listen_check.h"
 #include "common/message_limits.h"
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "common/tls_files.h"
-#include "server/jobs/job_request.h"
 #include "server/monitoring/query_timing.h"
-#include "server/wire/proto_convert.h"
 
 namespace anisoscope::server {
 namespace {
@@ -45,6 +47,14 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   if (options.allow_roots.empty()) {
     return absl::InvalidArgumentError("at least one allowed root is required");
   }
+  // A busy address is refused before the database is opened: a second server on the same
+  // port changes nothing.
+  RETURN_IF_ERROR(CheckAddressFree(*listen_at, "--listen"));
+  if (!options.http_listen.empty()) {
+    if (absl::StatusOr<HostPort> http_at = ParseHostPort(options.http_listen); http_at.ok()) {
+      RETURN_IF_ERROR(CheckAddressFree(*http_at, "--http-listen"));
+    }
+  }
   ASSIGN_OR_RETURN(const AuthMode auth_mode, AuthModeFor(options));
   ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
                    ServerCredentialsFor(options));
@@ -54,12 +64,26 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   if (!files.ok()) return files.status();
   server->files_ = std::make_unique<FileGate>(*std::move(files));
 
+  // A new database is said out loud: a --db with a typo otherwise looks like lost runs.
+  std::error_code exists_error;
+  const std::filesystem::path db_path(options.db);
+  const bool new_db = !std::filesystem::exists(db_path, exists_error);
+  const bool new_folder = new_db && !db_path.parent_path().empty() &&
+                          !std::filesystem::exists(db_path.parent_path(), exists_error);
   storage::MetricsStore::Options store_options;
   store_options.path = options.db;
   store_options.check_integrity = true;
   absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store =
       storage::MetricsStore::Open(store_options);
   if (!store.ok()) return store.status();
+  if (new_folder) {
+    spdlog::warn(
+        "new database {}: its folder {} did not exist and was created (meant an existing "
+        "database? check --db)",
+        options.db, db_path.parent_path().string());
+  } else if (new_db) {
+    spdlog::info("new database {}", options.db);
+  }
   server->store_ = std::move(store).value();
   server->access_ = std::make_unique<AccessControl>(auth_mode, server->store_.get());
   if (auth_mode == AuthMode::kTokens) {
@@ -73,14 +97,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     }
   }
 
-  JobRunner::Options runner_options;
-  runner_options.lease_timeout = absl::Seconds(options.lease_timeout_seconds);
-  runner_options.max_attempts = options.max_attempts;
-  runner_options.max_probe_tokens = options.limits.max_probe_tokens;
-  runner_options.max_leases_per_worker = options.max_leases_per_worker;
-  runner_options.dtype = options.extractor.dtype;
   server->metrics_ = std::make_unique<ServiceMetrics>();
-  runner_options.metrics = server->metrics_.get();
   ASSIGN_OR_RETURN(std::vector<AlarmRule> rules, LoadAlarmRules(options.alarm_rules));
   spdlog::info("{} alarm rule(s) from {}", rules.size(),
                options.alarm_rules.empty() ? "the built-in default set" : options.alarm_rules);
@@ -91,23 +108,27 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     webhook_options.url = options.alarm_webhook;
     ASSIGN_OR_RETURN(server->webhook_, AlarmWebhook::Create(webhook_options));
   }
-  runner_options.step_stored = [self = server.get()](int64_t job_id,
-                                                     const storage::StepResult& step) {
-    self->CheckAlarms(job_id, step);
-  };
-  runner_options.namespace_files = [store = server->store_.get(),
-                                    files = server->files_.get()](const std::string& ns) {
-    absl::StatusOr<FileGate> gate = GateForNamespace(*store, *files, ns);
-    return gate.ok() ? *std::move(gate) : *FileGate::Beneath({});  // no root: nothing opens
-  };
-  absl::StatusOr<std::unique_ptr<JobRunner>> runner =
-      JobRunner::Create(runner_options, server->store_.get());
-  if (!runner.ok()) return runner.status();
-  server->runner_ = std::move(runner).value();
+  server->alarm_observer_ =
+      std::make_unique<AlarmStepObserver>(server->alarms_.get(), server->webhook_.get());
+  server->checkpoint_counter_ = std::make_unique<CheckpointCounter>(server->metrics_.get());
+
+  JobRunner::Options runner_options;
+  runner_options.lease_timeout = absl::Seconds(options.lease_timeout_seconds);
+  runner_options.max_attempts = options.max_attempts;
+  runner_options.max_leases_per_worker = options.max_leases_per_worker;
+  runner_options.dtype = options.extractor.dtype;
+  runner_options.observers = {server->alarm_observer_.get(), server->checkpoint_counter_.get()};
+  ASSIGN_OR_RETURN(std::vector<JobRunner::ResumedJob> resumed,
+                   LoadUnfinishedJobs(*server->store_, *server->files_,
+                                      options.limits.max_probe_tokens));
+  ASSIGN_OR_RETURN(server->runner_, JobRunner::Create(runner_options, server->store_.get(),
+                                                      std::move(resumed)));
+  server->submission_ = std::make_unique<JobSubmission>(
+      server->runner_.get(), server->store_.get(), server->files_.get(), options.limits);
 
   AccessControl* access = server->access_.get();
   server->job_service_ = std::make_unique<JobServiceImpl>(
-      server->runner_.get(), server->files_.get(), server->store_.get(), access, options.limits);
+      server->runner_.get(), server->submission_.get(), access, options.limits);
   server->query_service_ =
       std::make_unique<QueryServiceImpl>(server->store_.get(), access, options.limits);
   server->admin_service_ = std::make_unique<AdminServiceImpl>(server->store_.get(), access);
@@ -121,6 +142,9 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, credentials, &port);
+  // One server per address: without SO_REUSEPORT a second server's bind fails instead of
+  // splitting the clients between two databases.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> timing;
@@ -133,6 +157,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     server->Shutdown(absl::Seconds(1));
+    RETURN_IF_ERROR(CheckAddressFree(*listen_at, "--listen"));  // taken since the check above
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen, "'"));
   }
   if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
@@ -185,28 +210,6 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
 }
 
 AnisoscopeServer::~AnisoscopeServer() { Shutdown(absl::Seconds(2)); }
-
-void AnisoscopeServer::CheckAlarms(int64_t job_id, const storage::StepResult& step) {
-  const absl::StatusOr<std::vector<storage::AlarmRecord>> changed = alarms_->StepStored(step);
-  if (!changed.ok()) {
-    spdlog::error("job {}: the alarm rules were not checked on step {} of run '{}': {}", job_id,
-                  step.step, step.run, changed.status().ToString());
-    return;
-  }
-  for (const storage::AlarmRecord& alarm : *changed) {
-    if (alarm.resolved_step.has_value()) {
-      spdlog::info("alarm {} resolved at step {}: run '{}', {}", alarm.id, *alarm.resolved_step,
-                   alarm.run, alarm.rule);
-    } else {
-      spdlog::warn("alarm {} ({}) fired at step {} of run '{}': {}", alarm.id, alarm.severity,
-                   alarm.step, alarm.run, alarm.summary);
-    }
-    pb::Alarm message;
-    ToProto(alarm, &message);
-    runner_->PublishAlarm(job_id, message);
-    if (webhook_ != nullptr) webhook_->Send(alarm);
-  }
-}
 
 void AnisoscopeServer::Drain() {
   if (server_ != nullptr) {

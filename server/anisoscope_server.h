@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/file_gate.h"
 #include "server/alarms/alarm_monitor.h"
+#include "server/alarms/alarm_step_observer.h"
 #include "server/alarms/alarm_webhook.h"
 #include "server/auth/access_control.h"
 #include "server/grpc/admin_service.h"
@@ -23,9 +24,11 @@
 #include "server/grpc/query_service.h"
 #include "server/grpc/worker_service.h"
 #include "server/http/http_server.h"
+#include "server/jobs/checkpoint_counter.h"
 #include "server/jobs/checkpoint_follower.h"
 #include "server/jobs/embedded_workers.h"
 #include "server/jobs/job_runner.h"
+#include "server/jobs/job_submission.h"
 #include "server/monitoring/service_metrics.h"
 #include "server/server_options.h"
 #include "storage/metrics_store.h"
@@ -37,7 +40,9 @@ class AnisoscopeServer {
  public:
   // `extractor_factory` makes each embedded worker's extractor (main passes the LibTorch
   // one). INVALID_ARGUMENT for a bad allowed root or listen address, UNAVAILABLE when the
-  // port cannot be bound, the store's or factory's error otherwise.
+  // port cannot be bound ("address already in use: ..." when another socket holds --listen
+  // or --http-listen, found before the database is opened), the store's or factory's error
+  // otherwise.
   static absl::StatusOr<std::unique_ptr<AnisoscopeServer>> Create(
       const ServerOptions& options, worker::ExtractorFactory extractor_factory);
   ~AnisoscopeServer();  // Shutdown with a short deadline.
@@ -61,19 +66,19 @@ class AnisoscopeServer {
 
  private:
   AnisoscopeServer() = default;
-  // Checks the alarm rules on a step the runner stored; tells the job's watchers and the
-  // webhook of each alarm fired or resolved.
-  void CheckAlarms(int64_t job_id, const storage::StepResult& step);
 
   std::unique_ptr<storage::MetricsStore> store_;
   std::unique_ptr<ServiceMetrics> metrics_;
-  // The alarm rules and their webhook (null without --alarm-webhook): called by the runner,
-  // so they outlive it.
+  // The alarm rules and their webhook (null without --alarm-webhook), and the runner's
+  // observers of stored steps: called by the runner, so they outlive it.
   std::unique_ptr<AlarmMonitor> alarms_;
   std::unique_ptr<AlarmWebhook> webhook_;
+  std::unique_ptr<AlarmStepObserver> alarm_observer_;
+  std::unique_ptr<CheckpointCounter> checkpoint_counter_;
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<FileGate> files_;
   std::unique_ptr<JobRunner> runner_;
+  std::unique_ptr<JobSubmission> submission_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<QueryServiceImpl> query_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

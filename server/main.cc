@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
     std::cout << anisoscope::server::ServerUsage();
     return 0;
   }
+  if (options->version) {
+    std::cout << anisoscope::server::ServerVersion() << "\n";
+    return 0;
+  }
   if (absl::Status status = anisoscope::SetUpLogging(options->log_level); !status.ok()) {
     std::fprintf(stderr, "%s: %s\n", kProgram, std::string(status.message()).c_str());
     return 2;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/host_port.h"
+#include "common/version.h"
 #include "server/http/http_walls.h"
 #include "worker/extractor_flags.h"
 
@@ -112,6 +113,8 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
   const auto add = [&app](const std::string& name, auto& field, const std::string& help) {
     return app.add_option("--" + name, field, help)->envname(EnvName(name));
   };
+  app.set_version_flag("--version", ServerVersion(),
+                       "print the version and the database schema version it writes, then exit");
   add("listen", options.listen, "address to serve gRPC on; port 0 picks a free port")
       ->check(HostPort());
   add("db", options.db, "SQLite database file, created when missing")->check(NonEmpty("a path"));
@@ -246,6 +249,10 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
 
 }  // namespace
 
+std::string ServerVersion() {
+  return VersionLine("anisoscope-server");
+}
+
 std::string ServerUsage() {
   ServerOptions defaults;
   CLI::App app(kDescription, "anisoscope-server");
@@ -287,6 +294,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     options.help = true;
+    return options;
+  } catch (const CLI::CallForVersion&) {
+    options.version = true;
     return options;
   } catch (const CLI::ParseError& error) {
     std::string message = absl::StrReplaceAll(error.what(), {{"\n", " "}});

@@ -71,17 +71,23 @@ struct ServerOptions {
   std::string log_level = "info";
   // --help: print the usage text and exit 0.
   bool help = false;
+  // --version: print ServerVersion() and exit 0.
+  bool version = false;
 };
 
 // Parses argv (argv[0] is skipped) with CLI11: `--flag value` and `--flag=value`, each flag
 // also from a --config TOML file and from $ANISOSCOPE_<FLAG>, in that order of precedence
 // after the command line.
 // INVALID_ARGUMENT with a one-line message naming the flag for an unknown flag, a missing
-// or malformed value, or a missing --allow-root (unless --help).
+// or malformed value, or a missing --allow-root (unless --help or --version).
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* argv);
 
 // The --help text, listing every flag with its default.
 std::string ServerUsage();
+
+// The --version line: "anisoscope-server 0.1.0 (database schema 9)", the project's version
+// (common/version.h) and the schema version this build writes (storage/schema.h).
+std::string ServerVersion();
 
 // <directory of the running executable>/../web (build/web for build/bin/anisoscope-server).
 std::string DefaultWebDir();

@@ -59,54 +59,66 @@ absl::StatusOr<AlarmRecord> AlarmById(SqliteDb* db, int64_t id) {
 
 constexpr char kNextRevisionSql[] = "(SELECT COALESCE(MAX(revision), 0) + 1 FROM alarms)";
 
-absl::StatusOr<AlarmRecord> InsertAlarm(SqliteDb* db, const AlarmRecord& alarm) {
+// Inserts `alarm`, or updates the alarm stored with its key (run, probe, rule, layer, step).
+absl::StatusOr<AlarmRecord> UpsertAlarm(SqliteDb* db, const AlarmRecord& alarm) {
   ASSIGN_OR_RETURN(
-      Statement insert,
+      Statement upsert,
       db->Prepare(absl::StrCat(
           "INSERT INTO alarms (run_id, probe_id, rule, metric, layer, step, value, reference, "
           "severity, summary, fired_at, revision) SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ",
-          kNowSql, ", ", kNextRevisionSql, " FROM runs WHERE namespace = ? AND name = ?")));
-  RETURN_IF_ERROR(insert.BindAll(alarm.probe_id, alarm.rule, alarm.metric, alarm.layer, alarm.step,
+          kNowSql, ", ", kNextRevisionSql,
+          " FROM runs WHERE namespace = ? AND name = ? "
+          "ON CONFLICT (run_id, probe_id, rule, layer, step) DO UPDATE SET "
+          "metric = excluded.metric, value = excluded.value, reference = excluded.reference, "
+          "severity = excluded.severity, summary = excluded.summary, "
+          "revision = excluded.revision RETURNING id")));
+  RETURN_IF_ERROR(upsert.BindAll(alarm.probe_id, alarm.rule, alarm.metric, alarm.layer, alarm.step,
                                  alarm.value, alarm.reference, alarm.severity, alarm.summary,
                                  alarm.ns, alarm.run));
-  RETURN_IF_ERROR(insert.Run());
-  if (db->Changes() == 0) {
-    return absl::NotFoundError(absl::StrCat("run '", alarm.run, "' not found"));
-  }
-  return AlarmById(db, db->LastInsertRowId());
+  ASSIGN_OR_RETURN(const bool row, upsert.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("run '", alarm.run, "' not found"));
+  const int64_t id = upsert.ColumnInt64(0);
+  ASSIGN_OR_RETURN(const bool more, upsert.Step());
+  if (more) return absl::InternalError("alarm upsert returned two rows");
+  return AlarmById(db, id);
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<AlarmRecord>> FiringAlarmsInDb(SqliteDb* db, const std::string& ns,
+absl::StatusOr<std::vector<AlarmRecord>> AlarmsOpenAtInDb(SqliteDb* db, const std::string& ns,
                                                           const std::string& run,
-                                                          const std::string& probe_id) {
+                                                          const std::string& probe_id,
+                                                          int64_t step) {
   ASSIGN_OR_RETURN(Statement select,
-                   db->Prepare(absl::StrCat(kSelectAlarms,
-                                            "WHERE r.namespace = ? AND r.name = ? AND "
-                                            "a.probe_id = ? AND a.resolved_step IS NULL "
-                                            "ORDER BY a.revision")));
-  RETURN_IF_ERROR(select.BindAll(ns, run, probe_id));
+                   db->Prepare(absl::StrCat(
+                       kSelectAlarms,
+                       "WHERE r.namespace = ? AND r.name = ? AND a.probe_id = ? AND "
+                       "(a.resolved_step IS NULL OR (a.step <= ? AND a.resolved_step >= ?)) "
+                       "ORDER BY a.revision")));
+  RETURN_IF_ERROR(select.BindAll(ns, run, probe_id, step, step));
   return ReadAlarms(select);
 }
 
 absl::StatusOr<std::vector<AlarmRecord>> RecordAlarmsInDb(
-    SqliteDb* db, const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolved) {
+    SqliteDb* db, const std::vector<AlarmRecord>& fired,
+    const std::vector<AlarmRecord>& resolutions) {
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   std::vector<AlarmRecord> changed;
-  for (const AlarmRecord& alarm : resolved) {
-    ASSIGN_OR_RETURN(Statement update,
-                     db->Prepare(absl::StrCat("UPDATE alarms SET resolved_step = ?, resolved_at = ",
-                                              kNowSql, ", revision = ", kNextRevisionSql,
-                                              " WHERE id = ? AND resolved_step IS NULL")));
-    RETURN_IF_ERROR(update.BindAll(alarm.resolved_step.value_or(alarm.step), alarm.id));
+  for (const AlarmRecord& alarm : resolutions) {
+    ASSIGN_OR_RETURN(
+        Statement update,
+        db->Prepare(absl::StrCat("UPDATE alarms SET resolved_step = ?1, resolved_at = CASE WHEN "
+                                 "?1 IS NULL THEN '' ELSE ",
+                                 kNowSql, " END, revision = ", kNextRevisionSql,
+                                 " WHERE id = ?2 AND resolved_step IS NOT ?1")));
+    RETURN_IF_ERROR(update.BindAll(alarm.resolved_step, alarm.id));
     RETURN_IF_ERROR(update.Run());
     if (db->Changes() == 0) continue;
     ASSIGN_OR_RETURN(AlarmRecord stored, AlarmById(db, alarm.id));
     changed.push_back(std::move(stored));
   }
   for (const AlarmRecord& alarm : fired) {
-    ASSIGN_OR_RETURN(AlarmRecord stored, InsertAlarm(db, alarm));
+    ASSIGN_OR_RETURN(AlarmRecord stored, UpsertAlarm(db, alarm));
     changed.push_back(std::move(stored));
   }
   RETURN_IF_ERROR(transaction.Commit());

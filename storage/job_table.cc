@@ -163,7 +163,8 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& text) {
   }
 }
 
-absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec) {
+absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec,
+                                      const std::string& unit_probe) {
   if (spec.run.empty()) return absl::InvalidArgumentError("job spec has an empty run name");
   if (spec.ns.empty()) return absl::InvalidArgumentError("job spec has an empty namespace");
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
@@ -175,10 +176,28 @@ absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec) {
   RETURN_IF_ERROR(insert.BindAll(spec.ns, spec.run, JobSpecToJson(spec)));
   RETURN_IF_ERROR(insert.Run());
   const int64_t id = db->LastInsertRowId();
+  if (!unit_probe.empty()) {
+    ASSIGN_OR_RETURN(Statement probe,
+                     db->Prepare("INSERT INTO job_probes (job_id, unit_probe) VALUES (?, ?)"));
+    RETURN_IF_ERROR(probe.Bind(1, id));
+    RETURN_IF_ERROR(probe.BindBlob(2, unit_probe.data(), unit_probe.size()));
+    RETURN_IF_ERROR(probe.Run());
+  }
 
   RETURN_IF_ERROR(InsertCheckpoints(db, id, spec.checkpoints));
   RETURN_IF_ERROR(transaction.Commit());
   return id;
+}
+
+absl::StatusOr<std::optional<std::string>> JobProbeFromDb(SqliteDb* db, int64_t id) {
+  ASSIGN_OR_RETURN(Statement select,
+                   db->Prepare("SELECT jobs.id, job_probes.unit_probe FROM jobs LEFT JOIN "
+                               "job_probes ON job_probes.job_id = jobs.id WHERE jobs.id = ?"));
+  RETURN_IF_ERROR(select.BindAll(id));
+  ASSIGN_OR_RETURN(const bool found, select.Step());
+  if (!found) return JobNotFound(id);
+  if (select.ColumnIsNull(1)) return std::nullopt;
+  return std::string(select.ColumnBlob(1));
 }
 
 absl::StatusOr<std::string> AddJobCheckpointsInDb(SqliteDb* db, int64_t job_id,

@@ -1,11 +1,12 @@
-// Jobs in SQL: the `jobs` table (spec as JSON, state, error) and the `checkpoints` table
-// (one row per checkpoint of a job).
+// Jobs in SQL: the `jobs` table (spec as JSON, state, error), the `job_probes` table (the
+// probe its units carry) and the `checkpoints` table (one row per checkpoint of a job).
 //
 // Free functions over one SqliteDb; not thread-safe (the caller serializes). Every call
 // blocks on SQLite I/O. Timestamps are ISO 8601 UTC with a 'Z'.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,14 @@ namespace anisoscope::storage {
 std::string JobSpecToJson(const JobSpec& spec);
 absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& json);
 
-// Inserts a queued job and its checkpoints (pending, size 0) in one transaction.
-// INVALID_ARGUMENT for an empty run or a step listed twice.
-absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec);
+// Inserts a queued job, its unit probe (serialized; "" stores none, as before schema 8) and its
+// checkpoints (pending, size 0) in one transaction. INVALID_ARGUMENT for an empty run or a step
+// listed twice.
+absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec,
+                                      const std::string& unit_probe);
+// The unit probe stored with job `id`; nullopt for a job stored before schema 8. NOT_FOUND
+// for an unknown job.
+absl::StatusOr<std::optional<std::string>> JobProbeFromDb(SqliteDb* db, int64_t id);
 // NOT_FOUND "job 42 not found".
 absl::StatusOr<JobRecord> GetJobFromDb(SqliteDb* db, int64_t id);
 // Namespace `ns`'s jobs (only `run`'s unless it is empty), most recent first; `limit` <= 0

@@ -15,11 +15,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/job_store.h"
 #include "storage/types.h"
 
 namespace anisoscope::storage {
 
-class MetricsStore {
+class MetricsStore : public JobStore {
  public:
   struct Options {
     // Database file; created with its directory's permissions when missing.
@@ -34,18 +35,9 @@ class MetricsStore {
   };
 
   static absl::StatusOr<std::unique_ptr<MetricsStore>> Open(const Options& options);
-  virtual ~MetricsStore();
+  ~MetricsStore() override;
 
   // ---- Results ----
-  // True when (ns, run, probe_id, step) is stored.
-  virtual absl::StatusOr<bool> HasStep(const std::string& ns, const std::string& run,
-                                       const std::string& probe_id, int64_t step) = 0;
-  // The earliest stored step of (ns, run) before `step` whose weight files have
-  // `fingerprint`; -1 when none (or `fingerprint` is empty).
-  virtual absl::StatusOr<int64_t> EarlierStepWithFingerprint(const std::string& ns,
-                                                             const std::string& run,
-                                                             const std::string& fingerprint,
-                                                             int64_t step) = 0;
   // Writes all of a step in one transaction (run and probe created on first use). An
   // already stored step is replaced when `replace`, else ALREADY_EXISTS; either way a
   // step is stored whole or not at all.
@@ -74,44 +66,23 @@ class MetricsStore {
   // connection of its own, so it never waits for a query in progress (for caching answers).
   virtual absl::StatusOr<int64_t> DataVersion() = 0;
 
-  // ---- Jobs ----
-  // Stores a new job (state queued, every checkpoint pending) and returns its id.
-  virtual absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) = 0;
-  // NOT_FOUND for an unknown id.
-  virtual absl::StatusOr<JobRecord> GetJob(int64_t id) = 0;
-  // Namespace `ns`'s jobs, most recent first, at most `limit` (<= 0: all); only `run`'s
-  // jobs unless it is empty.
-  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& ns,
-                                                          const std::string& run) = 0;
-  // Ids of jobs left queued or running (to resume after a restart), oldest first.
-  virtual absl::StatusOr<std::vector<int64_t>> UnfinishedJobs() = 0;
-  // Appends pending checkpoints to a job (see AddJobCheckpointsInDb). This and the other
-  // changes of a job return its new updated_at.
-  virtual absl::StatusOr<std::string> AddJobCheckpoints(
-      int64_t job_id, const std::vector<CheckpointSpec>& checkpoints) = 0;
+  // ---- Jobs (storage/job_store.h: CreateJob, GetJob, JobProbe, ListJobs, the changes of
+  // a job and its checkpoints, FinishLease, HasStep, EarlierStepWithFingerprint, AppendAudit)
   // Jobs by state and the database's size, for monitoring.
   virtual absl::StatusOr<StoreStats> Stats() = 0;
-  virtual absl::StatusOr<std::string> SetJobState(int64_t id, JobState state,
-                                                  const std::string& error) = 0;
-  virtual absl::StatusOr<std::string> UpdateCheckpoint(int64_t job_id,
-                                                       const JobCheckpoint& checkpoint) = 0;
-  // Ends a lease in one transaction: the step's results and the checkpoint's new state, or
-  // FAILED_PRECONDITION and nothing when `lease_id` is not the checkpoint's current lease.
-  // The stored state is SKIPPED when the step was stored meanwhile and not `mode.replace`,
-  // or when an earlier step of the run has its fingerprint and `mode.dedupe`.
-  virtual absl::StatusOr<FinishedLease> FinishLease(int64_t job_id, const std::string& lease_id,
-                                                    const JobCheckpoint& checkpoint,
-                                                    const StepResult& result, StoreMode mode) = 0;
 
   // ---- Alarms (storage/alarm_table.h) ----
-  // The firing alarms of (ns, run, probe_id); none for an unknown run.
-  virtual absl::StatusOr<std::vector<AlarmRecord>> FiringAlarms(const std::string& ns,
+  // The alarms of (ns, run, probe_id) that storing `step` may change: those firing, and those
+  // resolved that fired at or before `step` and resolved at or after it; none for an unknown run.
+  virtual absl::StatusOr<std::vector<AlarmRecord>> AlarmsOpenAt(const std::string& ns,
                                                                 const std::string& run,
-                                                                const std::string& probe_id) = 0;
-  // Inserts `fired` and resolves `resolved` (by id, at their resolved_step) in one
-  // transaction; returns the changed alarms as stored, by revision.
+                                                                const std::string& probe_id,
+                                                                int64_t step) = 0;
+  // In one transaction, stores `fired` (keyed by run, probe, rule, layer and step: a stored
+  // key is updated in place, never duplicated) and sets each of `resolutions` (by id) to its
+  // resolved_step (nullopt: firing again); returns the changed alarms as stored, by revision.
   virtual absl::StatusOr<std::vector<AlarmRecord>> RecordAlarms(
-      const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolved) = 0;
+      const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolutions) = 0;
   // Namespace query.ns's alarms (only query.run's unless it is empty; an unknown run has
   // none) changed after query.since_revision, by revision, at most query.limit (<= 0: 1000).
   virtual absl::StatusOr<AlarmList> ListAlarms(const AlarmQuery& query) = 0;
@@ -130,7 +101,6 @@ class MetricsStore {
   virtual absl::Status SetNamespaceRoots(const std::string& ns,
                                          const std::vector<std::string>& roots) = 0;
   virtual absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoots() = 0;
-  virtual absl::Status AppendAudit(const AuditEntry& entry) = 0;
   virtual absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) = 0;
 
  protected:

@@ -48,7 +48,8 @@ absl::StatusOr<std::string> ResolveProbe(SqliteDb* db, int64_t run_id, const std
     if (probes.empty()) return absl::NotFoundError(absl::StrCat("run '", run, "' has no steps"));
     return absl::FailedPreconditionError(absl::StrCat("run '", run, "' has several probes (",
                                                       absl::StrJoin(probes, ", "),
-                                                      "); name one with a probe id"));
+                                                      "); name one with --probe ID (Python: "
+                                                      "probe=; HTTP: probe_id=)"));
   }
   for (const std::string& probe : probes) {
     if (probe == probe_id) return probe;

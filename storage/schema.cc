@@ -222,6 +222,43 @@ CREATE TABLE alarms (
 );
 CREATE INDEX alarms_firing ON alarms (run_id, probe_id) WHERE resolved_step IS NULL;
 )sql",
+      // 8: the probe a job's units carry, fixed at submit (a resumed job keeps it, whatever
+      // became of the file it was read from); none for jobs stored before.
+      R"sql(
+CREATE TABLE job_probes (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  unit_probe BLOB NOT NULL
+);
+)sql",
+      // 9: one alarm per event, (run, probe, rule, layer, step fired): a --force re-run
+      // updates it in place. The duplicates re-runs stored before are folded into the most
+      // recently changed row of each event, which takes the resolution recorded last among
+      // them (firing if none resolved) and a new revision so that pollers see it.
+      R"sql(
+CREATE TEMP TABLE alarm_folds AS
+SELECT run_id, probe_id, rule, layer, step, id, last_resolved_step, last_resolved_at,
+       (SELECT COALESCE(MAX(revision), 0) FROM alarms) + ROW_NUMBER() OVER (ORDER BY id)
+         AS new_revision
+FROM (SELECT run_id, probe_id, rule, layer, step, id,
+             COUNT(*) OVER event AS copies,
+             FIRST_VALUE(id) OVER (event ORDER BY revision DESC) AS latest_id,
+             FIRST_VALUE(resolved_step)
+               OVER (event ORDER BY resolved_step IS NULL, revision DESC) AS last_resolved_step,
+             FIRST_VALUE(resolved_at)
+               OVER (event ORDER BY resolved_step IS NULL, revision DESC) AS last_resolved_at
+      FROM alarms
+      WINDOW event AS (PARTITION BY run_id, probe_id, rule, layer, step))
+WHERE copies > 1 AND id = latest_id;
+DELETE FROM alarms WHERE EXISTS (
+  SELECT 1 FROM alarm_folds f
+  WHERE f.run_id = alarms.run_id AND f.probe_id = alarms.probe_id AND f.rule = alarms.rule AND
+        f.layer = alarms.layer AND f.step = alarms.step AND f.id != alarms.id);
+UPDATE alarms SET resolved_step = f.last_resolved_step, resolved_at = f.last_resolved_at,
+                  revision = f.new_revision
+FROM alarm_folds f WHERE alarms.id = f.id;
+DROP TABLE temp.alarm_folds;
+CREATE UNIQUE INDEX alarms_event ON alarms (run_id, probe_id, rule, layer, step);
+)sql",
   };
   return *migrations;
 }

@@ -1,6 +1,8 @@
 #include "storage/sqlite_metrics_store.h"
 
 #include <filesystem>
+#include <fstream>
+#include <string_view>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +15,25 @@
 #include "storage/schema.h"
 
 namespace anisoscope::storage {
+
+namespace {
+
+// A file that was never SQLite is refused as such, not as a damaged database: a --db that
+// names the wrong file is the likelier mistake. A missing or empty file is a new database.
+absl::Status CheckSqliteHeader(const std::string& path) {
+  constexpr std::string_view kHeader("SQLite format 3\0", 16);
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::OkStatus();  // missing (or unreadable: SQLite says why)
+  std::string start(kHeader.size(), '\0');
+  file.read(start.data(), static_cast<std::streamsize>(start.size()));
+  const std::streamsize read = file.gcount();
+  if (read == 0 || start == kHeader) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "database ", path, " is not a SQLite database (it does not start with SQLite's header): "
+      "check --db, which names the server's database file (a new path starts an empty one)"));
+}
+
+}  // namespace
 
 MetricsStore::~MetricsStore() = default;
 
@@ -33,6 +54,7 @@ absl::StatusOr<std::unique_ptr<SqliteMetricsStore>> SqliteMetricsStore::Create(
                                                         options.path, ": ", error.message()));
     }
   }
+  RETURN_IF_ERROR(CheckSqliteHeader(options.path));
   // A file SQLite finds malformed while opening it or reading its schema (the schema's own
   // pages damaged) is refused with the same advice as one integrity_check finds damaged.
   auto damaged = [&](const absl::Status& status) {
@@ -112,9 +134,15 @@ absl::StatusOr<VectorResult> SqliteMetricsStore::QueryVectors(const VectorQuery&
   return QueryVectorsInDb(db_.get(), query);
 }
 
-absl::StatusOr<int64_t> SqliteMetricsStore::CreateJob(const JobSpec& spec) {
+absl::StatusOr<int64_t> SqliteMetricsStore::CreateJob(const JobSpec& spec,
+                                                      const std::string& unit_probe) {
   absl::MutexLock lock(&mu_);
-  return CreateJobInDb(db_.get(), spec);
+  return CreateJobInDb(db_.get(), spec, unit_probe);
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteMetricsStore::JobProbe(int64_t id) {
+  absl::MutexLock lock(&mu_);
+  return JobProbeFromDb(db_.get(), id);
 }
 
 absl::StatusOr<JobRecord> SqliteMetricsStore::GetJob(int64_t id) {
@@ -213,16 +241,16 @@ absl::StatusOr<std::vector<AuditEntry>> SqliteMetricsStore::ListAudit(int limit)
   return ListAuditInDb(db_.get(), limit);
 }
 
-absl::StatusOr<std::vector<AlarmRecord>> SqliteMetricsStore::FiringAlarms(
-    const std::string& ns, const std::string& run, const std::string& probe_id) {
+absl::StatusOr<std::vector<AlarmRecord>> SqliteMetricsStore::AlarmsOpenAt(
+    const std::string& ns, const std::string& run, const std::string& probe_id, int64_t step) {
   absl::MutexLock lock(&mu_);
-  return FiringAlarmsInDb(db_.get(), ns, run, probe_id);
+  return AlarmsOpenAtInDb(db_.get(), ns, run, probe_id, step);
 }
 
 absl::StatusOr<std::vector<AlarmRecord>> SqliteMetricsStore::RecordAlarms(
-    const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolved) {
+    const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolutions) {
   absl::MutexLock lock(&mu_);
-  return RecordAlarmsInDb(db_.get(), fired, resolved);
+  return RecordAlarmsInDb(db_.get(), fired, resolutions);
 }
 
 absl::StatusOr<AlarmList> SqliteMetricsStore::ListAlarms(const AlarmQuery& query) {

@@ -34,8 +34,9 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<VectorResult> QueryVectors(const VectorQuery& query) override;
   absl::StatusOr<int64_t> DataVersion() override;
 
-  absl::StatusOr<int64_t> CreateJob(const JobSpec& spec) override;
+  absl::StatusOr<int64_t> CreateJob(const JobSpec& spec, const std::string& unit_probe) override;
   absl::StatusOr<JobRecord> GetJob(int64_t id) override;
+  absl::StatusOr<std::optional<std::string>> JobProbe(int64_t id) override;
   // `limit` <= 0 lists every job.
   absl::StatusOr<std::vector<JobRecord>> ListJobs(int limit, const std::string& ns,
                                                   const std::string& run) override;
@@ -61,11 +62,12 @@ class SqliteMetricsStore : public MetricsStore {
   absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoots() override;
   absl::Status AppendAudit(const AuditEntry& entry) override;
   absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) override;
-  absl::StatusOr<std::vector<AlarmRecord>> FiringAlarms(const std::string& ns,
+  absl::StatusOr<std::vector<AlarmRecord>> AlarmsOpenAt(const std::string& ns,
                                                         const std::string& run,
-                                                        const std::string& probe_id) override;
+                                                        const std::string& probe_id,
+                                                        int64_t step) override;
   absl::StatusOr<std::vector<AlarmRecord>> RecordAlarms(
-      const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolved) override;
+      const std::vector<AlarmRecord>& fired, const std::vector<AlarmRecord>& resolutions) override;
   absl::StatusOr<AlarmList> ListAlarms(const AlarmQuery& query) override;
   absl::StatusOr<std::vector<StepScalars>> ScalarsBefore(const std::string& ns,
                                                          const std::string& run,

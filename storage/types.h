@@ -180,9 +180,9 @@ struct JobSpec {
   std::string probe_path;
   std::string probe_mode;  // "windows" or "lines" (text only)
   int64_t samples = 128;
-  int64_t seq_len = 0;          // 0: the model's maximum
+  int64_t seq_len = 0;          // 0: min(2048, the model's maximum)
   int64_t token_samples = 128;  // M of q_sample, k_sample; 0: none
-  // The metric groups computed (analysis/metrics/metric_groups.h MetricGroupsText: "all"
+  // The metric groups computed (analysis/metric_catalog/metric_groups.h MetricGroupsText: "all"
   // or "core,spectra"); a job stored without it computes all.
   std::string metrics = "all";
   bool force = false;           // recompute steps already stored

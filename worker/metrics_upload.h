@@ -2,7 +2,7 @@
 // per scalar metric and per vector kind, layer-major. Pure; thread-safe.
 #pragma once
 
-#include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 
 namespace anisoscope::worker {

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
+#include "common/version.h"
 #include "worker/extractor_flags.h"
 
 namespace anisoscope::worker {
@@ -37,6 +38,7 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
   ParsedWorkerFlags parsed;
   WorkerOptions& options = parsed.options;
   CLI::App app(kDescription, "anisoscope-worker");
+  app.set_version_flag("--version", VersionLine("anisoscope-worker"), "print the version, then exit");
   app.add_option("--server", options.server,
                  "HOST:PORT of anisoscope-server (default: $ANISOSCOPE_SERVER)")
       ->envname("ANISOSCOPE_SERVER")

@@ -38,8 +38,8 @@ struct WorkerOptions {
   std::string log_level = "info";
 };
 
-// The outcome of parsing argv: options, or a text to print and an exit code (--help: 0,
-// a usage error: 2).
+// The outcome of parsing argv: options, or a text to print and an exit code (--help and
+// --version: 0, a usage error: 2).
 struct ParsedWorkerFlags {
   WorkerOptions options;
   bool exit = false;

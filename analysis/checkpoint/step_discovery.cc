@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
@@ -136,6 +137,23 @@ absl::Status ListCacheSnapshots(const std::filesystem::path& dir, const FileGate
   return absl::OkStatus();
 }
 
+// What `dir` holds, for the error that finds no step in it: "found: bin/, notes.txt" (folders
+// with a '/', the first kMaxFoundNames by name), or "it is empty".
+constexpr size_t kMaxFoundNames = 8;
+std::string FoundEntries(const std::filesystem::path& dir, const FileGate& gate) {
+  absl::StatusOr<std::vector<GatedEntry>> entries = gate.List(dir);
+  if (!entries.ok() || entries->empty()) return "it is empty";
+  std::vector<std::string> names;
+  for (const GatedEntry& entry : *entries) {
+    names.push_back(entry.is_directory ? entry.name + "/" : entry.name);
+  }
+  std::sort(names.begin(), names.end());
+  const size_t more = names.size() > kMaxFoundNames ? names.size() - kMaxFoundNames : 0;
+  names.resize(names.size() - more);
+  return absl::StrCat("found: ", absl::StrJoin(names, ", "),
+                      more > 0 ? absl::StrCat(" and ", more, " more") : "");
+}
+
 }  // namespace
 
 std::optional<int64_t> ParseStep(std::string_view directory_name) {
@@ -153,8 +171,10 @@ absl::StatusOr<std::vector<DiscoveredStep>> DiscoverSteps(const std::filesystem:
                                                           const FileGate& gate) {
   ASSIGN_OR_RETURN(std::vector<DiscoveredStep> steps, ListStepDirectories(dir, gate));
   if (steps.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir.string(), ": no subdirectory names a training step"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir.string(), ": no subdirectory names a training step (", FoundEntries(dir, gate),
+        "); name them like step1000, checkpoint-1000 or 1000, or give each checkpoint with "
+        "--checkpoint STEP=PATH"));
   }
   return steps;
 }

@@ -1,17 +1,25 @@
 // Extractor: (checkpoint, probe, device) -> CheckpointMetrics, the engine's one entry point.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
 #include "analysis/probe/probe.h"
 #include "common/file_gate.h"
 
 namespace anisoscope::analysis {
+
+// Tokens per sample of a probe whose job gives no length (ProbeSpec::seq_len 0), where the
+// model's maximum is no shorter: BERT (512) and GPT-2 (1024) keep theirs, Pythia's is this;
+// 128 samples of it are the server's default --max-probe-tokens; a sample of 32k or 128k
+// positions would hold a layer's attention, [T, T] per head, of 128 GiB to 2 TiB
+// (docs/cli.md).
+inline constexpr int64_t kDefaultSeqLen = 2048;
 
 struct ExtractCallbacks {
   // Polled between batches; when it returns true, Extract returns CANCELLED.
@@ -32,7 +40,9 @@ class Extractor {
   // process's own paths: benchmarks, tests).
 
   // Builds the probe for one checkpoint: reads token ids, or tokenizes text with the
-  // checkpoint's vocab.txt; seq_len 0 becomes the model's maximum. Cheap; no weights read.
+  // checkpoint's tokenizer; seq_len 0 becomes kDefaultSeqLen or the model's maximum length
+  // where that is shorter. Cheap: reads config.json (all of it checked, as Extract does),
+  // never the weights. INVALID_ARGUMENT for a seq_len past the model's maximum.
   virtual absl::StatusOr<Probe> BuildProbe(const std::filesystem::path& checkpoint_dir,
                                            const ProbeSpec& spec, const FileGate& files) = 0;
 

@@ -50,15 +50,6 @@ absl::Status ValidateProbe(const Probe& probe, const ModelShape& shape,
   return absl::OkStatus();
 }
 
-// The model's maximum length: max_position_embeddings (BERT, GPT-NeoX) or n_positions
-// (GPT-2); 0 when the config has neither.
-int64_t MaxPositionsOf(const nlohmann::json& config) {
-  for (const char* key : {"max_position_embeddings", "n_positions"}) {
-    if (config.contains(key) && config[key].is_number_integer()) return config[key].get<int64_t>();
-  }
-  return 0;
-}
-
 // Refuses a dtype this LibTorch cannot run on the device before any checkpoint is read:
 // Debian's 1.13 has no float16 LayerNorm on the CPU (every step would fail).
 absl::Status CheckDtypeRunsOn(at::ScalarType dtype, const TorchExtractorOptions& options) {
@@ -129,20 +120,15 @@ absl::StatusOr<Probe> TorchExtractor::BuildProbeSamples(const std::filesystem::p
                                                         const ProbeSpec& spec,
                                                         const FileGate& files) {
   ASSIGN_OR_RETURN(nlohmann::json config, ReadConfig(checkpoint_dir, files));
-  const int64_t max_positions = MaxPositionsOf(config);
-  int64_t seq_len = spec.seq_len;
-  if (seq_len == 0) {
-    if (max_positions <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          (checkpoint_dir / "config.json").string(),
-          ": neither 'max_position_embeddings' nor 'n_positions' is set; pass --seq-len"));
-    }
-    seq_len = max_positions;
-  }
-  if (max_positions > 0 && seq_len > max_positions) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--seq-len ", seq_len, " exceeds ", (checkpoint_dir / "config.json").string(),
-        " maximum length (max_position_embeddings / n_positions ", max_positions, ")"));
+  const std::filesystem::path config_path = checkpoint_dir / "config.json";
+  // The family's config reader says the longest sample (its sliding window where shorter).
+  ASSIGN_OR_RETURN(const ModelShape shape, ReadModelShape(config, config_path));
+  const int64_t seq_len =
+      spec.seq_len == 0 ? std::min(shape.max_positions, kDefaultSeqLen) : spec.seq_len;
+  if (seq_len > shape.max_positions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seq-len ", seq_len, " exceeds ", config_path.string(), " maximum length (",
+                     shape.max_positions_key, " ", shape.max_positions, ")"));
   }
   if (spec.source == ProbeSource::kTokens) {
     if (!spec.token_ids.empty()) {

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "analysis/metrics/checkpoint_metrics.h"
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
+#include "analysis/metric_catalog/metric_groups.h"
 
 namespace anisoscope::analysis {
 

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "analysis/metrics/hidden_state_accumulator.h"
-#include "analysis/metrics/metric_groups.h"
 #include "analysis/metrics/token_sampler.h"
 #include "analysis/metrics/vector_accumulator.h"
 #include "analysis/models/transformer_model.h"

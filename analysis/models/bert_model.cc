@@ -11,9 +11,9 @@
 
 namespace anisoscope::analysis {
 
-absl::StatusOr<BertConfig> BertConfig::FromCheckpoint(const Checkpoint& checkpoint) {
-  const std::filesystem::path file = checkpoint.config_path();
-  const ConfigReader reader(checkpoint.config(), file);
+absl::StatusOr<BertConfig> BertConfig::FromConfig(const nlohmann::json& json,
+                                                  const std::filesystem::path& file) {
+  const ConfigReader reader(json, file);
   BertConfig config;
   ASSIGN_OR_RETURN(config.vocab_size, reader.PositiveInt("vocab_size"));
   ASSIGN_OR_RETURN(config.hidden_size, reader.PositiveInt("hidden_size"));
@@ -37,16 +37,25 @@ absl::StatusOr<BertConfig> BertConfig::FromCheckpoint(const Checkpoint& checkpoi
   return config;
 }
 
+ModelShape BertConfig::Shape() const {
+  return MakeModelShape(kBertFamily, num_layers, num_heads, hidden_size, vocab_size, max_positions,
+                        /*causal=*/false);
+}
+
 BertModel::BertModel(BertConfig config, at::Device device)
-    : config_(std::move(config)),
-      shape_(MakeModelShape("bert", config_.num_layers, config_.num_heads, config_.hidden_size,
-                            config_.vocab_size, config_.max_positions, /*causal=*/false)),
-      device_(device) {}
+    : config_(std::move(config)), shape_(config_.Shape()), device_(device) {}
+
+absl::StatusOr<ModelShape> BertModel::ReadShape(const nlohmann::json& config,
+                                                const std::filesystem::path& file) {
+  ASSIGN_OR_RETURN(const BertConfig read, BertConfig::FromConfig(config, file));
+  return read.Shape();
+}
 
 absl::StatusOr<std::unique_ptr<BertModel>> BertModel::Create(const Checkpoint& checkpoint,
                                                              const at::Device& device,
                                                              at::ScalarType dtype) {
-  ASSIGN_OR_RETURN(BertConfig config, BertConfig::FromCheckpoint(checkpoint));
+  ASSIGN_OR_RETURN(BertConfig config,
+                   BertConfig::FromConfig(checkpoint.config(), checkpoint.config_path()));
   std::unique_ptr<BertModel> model(new BertModel(config, device));
   const WeightLookup weights(checkpoint, {"", "bert."},
                              at::TensorOptions().device(device).dtype(dtype));

@@ -5,7 +5,9 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -27,12 +29,19 @@ struct BertConfig {
   double layer_norm_eps = 1e-12;
   Activation hidden_act = Activation::kGelu;
 
-  // Reads config.json fields; errors name the file and the field.
-  static absl::StatusOr<BertConfig> FromCheckpoint(const Checkpoint& checkpoint);
+  // Reads config.json (`json`, read from `file`); errors name the file and the field.
+  static absl::StatusOr<BertConfig> FromConfig(const nlohmann::json& json,
+                                               const std::filesystem::path& file);
+  // The shape of the model of this config.
+  ModelShape Shape() const;
 };
 
 class BertModel : public TransformerModel {
  public:
+  // The shape Create gives, from config.json (`config`, read from `file`) alone: no weight
+  // is read. Errors as Create's for the config.
+  static absl::StatusOr<ModelShape> ReadShape(const nlohmann::json& config,
+                                              const std::filesystem::path& file);
   static absl::StatusOr<std::unique_ptr<BertModel>> Create(const Checkpoint& checkpoint,
                                                            const at::Device& device,
                                                            at::ScalarType dtype);

@@ -12,9 +12,9 @@
 
 namespace anisoscope::analysis {
 
-absl::StatusOr<GPT2Config> GPT2Config::FromCheckpoint(const Checkpoint& checkpoint) {
-  const std::filesystem::path file = checkpoint.config_path();
-  const ConfigReader reader(checkpoint.config(), file);
+absl::StatusOr<GPT2Config> GPT2Config::FromConfig(const nlohmann::json& json,
+                                                  const std::filesystem::path& file) {
+  const ConfigReader reader(json, file);
   GPT2Config config;
   ASSIGN_OR_RETURN(config.vocab_size, reader.PositiveInt("vocab_size"));
   ASSIGN_OR_RETURN(config.hidden_size, reader.PositiveInt("n_embd"));
@@ -39,18 +39,27 @@ absl::StatusOr<GPT2Config> GPT2Config::FromCheckpoint(const Checkpoint& checkpoi
   return config;
 }
 
+ModelShape GPT2Config::Shape() const {
+  ModelShape shape = MakeModelShape(kGpt2Family, num_layers, num_heads, hidden_size, vocab_size,
+                                    max_positions, /*causal=*/true);
+  shape.max_positions_key = "n_positions";
+  return shape;
+}
+
 GPT2Model::GPT2Model(GPT2Config config, at::Device device)
-    : config_(std::move(config)),
-      shape_(MakeModelShape("gpt2", config_.num_layers, config_.num_heads, config_.hidden_size,
-                            config_.vocab_size, config_.max_positions, /*causal=*/true)),
-      device_(device) {
-  shape_.max_positions_key = "n_positions";
+    : config_(std::move(config)), shape_(config_.Shape()), device_(device) {}
+
+absl::StatusOr<ModelShape> GPT2Model::ReadShape(const nlohmann::json& config,
+                                                const std::filesystem::path& file) {
+  ASSIGN_OR_RETURN(const GPT2Config read, GPT2Config::FromConfig(config, file));
+  return read.Shape();
 }
 
 absl::StatusOr<std::unique_ptr<GPT2Model>> GPT2Model::Create(const Checkpoint& checkpoint,
                                                              const at::Device& device,
                                                              at::ScalarType dtype) {
-  ASSIGN_OR_RETURN(GPT2Config config, GPT2Config::FromCheckpoint(checkpoint));
+  ASSIGN_OR_RETURN(GPT2Config config,
+                   GPT2Config::FromConfig(checkpoint.config(), checkpoint.config_path()));
   std::unique_ptr<GPT2Model> model(new GPT2Model(config, device));
   const WeightLookup weights(checkpoint, {"", "transformer."},
                              at::TensorOptions().device(device).dtype(dtype));

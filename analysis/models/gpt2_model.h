@@ -5,7 +5,9 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,12 +30,19 @@ struct GPT2Config {
   bool scale_attn_by_inverse_layer_idx = false;  // logits / (layer + 1)
   bool reorder_and_upcast_attn = false;          // scores and softmax in float32
 
-  // Reads config.json fields; errors name the file and the field.
-  static absl::StatusOr<GPT2Config> FromCheckpoint(const Checkpoint& checkpoint);
+  // Reads config.json (`json`, read from `file`); errors name the file and the field.
+  static absl::StatusOr<GPT2Config> FromConfig(const nlohmann::json& json,
+                                               const std::filesystem::path& file);
+  // The shape of the model of this config.
+  ModelShape Shape() const;
 };
 
 class GPT2Model : public TransformerModel {
  public:
+  // The shape Create gives, from config.json (`config`, read from `file`) alone: no weight
+  // is read. Errors as Create's for the config.
+  static absl::StatusOr<ModelShape> ReadShape(const nlohmann::json& config,
+                                              const std::filesystem::path& file);
   static absl::StatusOr<std::unique_ptr<GPT2Model>> Create(const Checkpoint& checkpoint,
                                                            const at::Device& device,
                                                            at::ScalarType dtype);

@@ -12,9 +12,9 @@
 
 namespace anisoscope::analysis {
 
-absl::StatusOr<GPTNeoXConfig> GPTNeoXConfig::FromCheckpoint(const Checkpoint& checkpoint) {
-  const std::filesystem::path file = checkpoint.config_path();
-  const ConfigReader reader(checkpoint.config(), file);
+absl::StatusOr<GPTNeoXConfig> GPTNeoXConfig::FromConfig(const nlohmann::json& json,
+                                                        const std::filesystem::path& file) {
+  const ConfigReader reader(json, file);
   GPTNeoXConfig config;
   ASSIGN_OR_RETURN(config.vocab_size, reader.PositiveInt("vocab_size"));
   ASSIGN_OR_RETURN(config.hidden_size, reader.PositiveInt("hidden_size"));
@@ -34,9 +34,9 @@ absl::StatusOr<GPTNeoXConfig> GPTNeoXConfig::FromCheckpoint(const Checkpoint& ch
                                     : "rotary_pct";
   ASSIGN_OR_RETURN(const double rotary_pct, reader.PositiveNumber(pct_field, 0.25));
   if (reader.IsSet("rope_scaling")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        reader.Describe("rope_scaling"), " is ", checkpoint.config().at("rope_scaling").dump(),
-        "; rotary scaling is not supported (only null)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.Describe("rope_scaling"), " is ", json.at("rope_scaling").dump(),
+                     "; rotary scaling is not supported (only null)"));
   }
   if (config.hidden_size % config.num_heads != 0) {
     return absl::InvalidArgumentError(
@@ -53,16 +53,25 @@ absl::StatusOr<GPTNeoXConfig> GPTNeoXConfig::FromCheckpoint(const Checkpoint& ch
   return config;
 }
 
+ModelShape GPTNeoXConfig::Shape() const {
+  return MakeModelShape(kGptNeoXFamily, num_layers, num_heads, hidden_size, vocab_size,
+                        max_positions, /*causal=*/true);
+}
+
 GPTNeoXModel::GPTNeoXModel(GPTNeoXConfig config, at::Device device)
-    : config_(std::move(config)),
-      shape_(MakeModelShape("gpt_neox", config_.num_layers, config_.num_heads, config_.hidden_size,
-                            config_.vocab_size, config_.max_positions, /*causal=*/true)),
-      device_(device) {}
+    : config_(std::move(config)), shape_(config_.Shape()), device_(device) {}
+
+absl::StatusOr<ModelShape> GPTNeoXModel::ReadShape(const nlohmann::json& config,
+                                                   const std::filesystem::path& file) {
+  ASSIGN_OR_RETURN(const GPTNeoXConfig read, GPTNeoXConfig::FromConfig(config, file));
+  return read.Shape();
+}
 
 absl::StatusOr<std::unique_ptr<GPTNeoXModel>> GPTNeoXModel::Create(const Checkpoint& checkpoint,
                                                                    const at::Device& device,
                                                                    at::ScalarType dtype) {
-  ASSIGN_OR_RETURN(GPTNeoXConfig config, GPTNeoXConfig::FromCheckpoint(checkpoint));
+  ASSIGN_OR_RETURN(GPTNeoXConfig config,
+                   GPTNeoXConfig::FromConfig(checkpoint.config(), checkpoint.config_path()));
   std::unique_ptr<GPTNeoXModel> model(new GPTNeoXModel(config, device));
   const WeightLookup weights(checkpoint, {"", "gpt_neox."},
                              at::TensorOptions().device(device).dtype(dtype));

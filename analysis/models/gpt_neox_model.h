@@ -6,7 +6,9 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,12 +32,19 @@ struct GPTNeoXConfig {
   bool use_parallel_residual = true;
   bool attention_bias = true;
 
-  // Reads config.json fields; errors name the file and the field.
-  static absl::StatusOr<GPTNeoXConfig> FromCheckpoint(const Checkpoint& checkpoint);
+  // Reads config.json (`json`, read from `file`); errors name the file and the field.
+  static absl::StatusOr<GPTNeoXConfig> FromConfig(const nlohmann::json& json,
+                                                  const std::filesystem::path& file);
+  // The shape of the model of this config.
+  ModelShape Shape() const;
 };
 
 class GPTNeoXModel : public TransformerModel {
  public:
+  // The shape Create gives, from config.json (`config`, read from `file`) alone: no weight
+  // is read. Errors as Create's for the config.
+  static absl::StatusOr<ModelShape> ReadShape(const nlohmann::json& config,
+                                              const std::filesystem::path& file);
   static absl::StatusOr<std::unique_ptr<GPTNeoXModel>> Create(const Checkpoint& checkpoint,
                                                               const at::Device& device,
                                                               at::ScalarType dtype);

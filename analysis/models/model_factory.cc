@@ -1,5 +1,8 @@
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -10,6 +13,8 @@
 #include "analysis/models/gpt2_model.h"
 #include "analysis/models/gpt_neox_model.h"
 #include "analysis/models/llama_model.h"
+#include "analysis/models/model_shape.h"
+#include "analysis/models/olmo2_model.h"
 #include "analysis/models/transformer_model.h"
 #include "common/status_macros.h"
 
@@ -17,45 +22,46 @@ namespace anisoscope::analysis {
 namespace {
 
 using ModelFactory = absl::StatusOr<std::unique_ptr<TransformerModel>> (*)(
-    const Checkpoint& checkpoint, const std::string& family, const at::Device& device,
-    at::ScalarType dtype);
+    const Checkpoint& checkpoint, const at::Device& device, at::ScalarType dtype);
+using ShapeReader = absl::StatusOr<ModelShape> (*)(const nlohmann::json& config,
+                                                   const std::filesystem::path& file);
 
 template <typename Model>
 absl::StatusOr<std::unique_ptr<TransformerModel>> Create(const Checkpoint& checkpoint,
-                                                         const std::string& /*family*/,
                                                          const at::Device& device,
                                                          at::ScalarType dtype) {
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(checkpoint, device, dtype));
   return std::unique_ptr<TransformerModel>(std::move(model));
 }
 
-absl::StatusOr<std::unique_ptr<TransformerModel>> CreateLlama(const Checkpoint& checkpoint,
-                                                              const std::string& family,
-                                                              const at::Device& device,
-                                                              at::ScalarType dtype) {
-  ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                   LlamaModel::Create(checkpoint, family, device, dtype));
-  return std::unique_ptr<TransformerModel>(std::move(model));
-}
-
 // A model family: the name the engine knows it by, how config.json names it, and its model.
 struct ModelFamily {
-  const char* name;
+  const char* name;  // ModelShape::family, one of ModelFamilies() (model_shape.h)
   // config.json model_type values of the family (the first is its own name).
   std::vector<const char*> model_types;
   // Prefixes of config.json's architectures[0] (a config without model_type).
   std::vector<const char*> architectures;
   ModelFactory create;
+  ShapeReader read_shape;  // the shape `create` gives, from config.json alone
 };
 
-// The one table of supported families: adding one is one row.
+template <typename Model>
+ModelFamily Family(const char* name, std::vector<const char*> model_types,
+                   std::vector<const char*> architectures) {
+  return {name, std::move(model_types), std::move(architectures), &Create<Model>,
+          &Model::ReadShape};
+}
+
+// The one table of supported families: adding one is one row (and its name in
+// model_shape.h).
 const std::vector<ModelFamily>& Families() {
   static const auto* const families = new std::vector<ModelFamily>{
-      {"bert", {"bert"}, {"Bert"}, &Create<BertModel>},
-      {"gpt_neox", {"gpt_neox"}, {"GPTNeoX"}, &Create<GPTNeoXModel>},
-      {"gpt2", {"gpt2"}, {"GPT2"}, &Create<GPT2Model>},
-      {"llama", {"llama", "mistral", "qwen2"}, {"Llama", "Mistral", "Qwen2"}, &CreateLlama},
-      {"olmo2", {"olmo2"}, {"Olmo2"}, &CreateLlama},
+      Family<BertModel>(kBertFamily, {"bert"}, {"Bert"}),
+      Family<GPTNeoXModel>(kGptNeoXFamily, {"gpt_neox"}, {"GPTNeoX"}),
+      Family<GPT2Model>(kGpt2Family, {"gpt2"}, {"GPT2"}),
+      Family<LlamaModel>(kLlamaFamily, {"llama", "mistral", "qwen2"},
+                         {"Llama", "Mistral", "Qwen2"}),
+      Family<Olmo2Model>(kOlmo2Family, {"olmo2"}, {"Olmo2"}),
   };
   return *families;
 }
@@ -101,6 +107,19 @@ std::string FamilyOf(const nlohmann::json& config) {
   return "";
 }
 
+// The family config.json names; INVALID_ARGUMENT listing the supported ones for any other.
+absl::StatusOr<const ModelFamily*> FindFamily(const nlohmann::json& config,
+                                              const std::filesystem::path& config_path) {
+  const std::string family = FamilyOf(config);
+  for (const ModelFamily& known : Families()) {
+    if (family == known.name) return &known;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(config_path.string(), ": model family '",
+                   family.empty() ? "(none: no model_type or architectures)" : family,
+                   "' is not supported; supported families: ", SupportedFamilies()));
+}
+
 }  // namespace
 
 absl::StatusOr<at::ScalarType> ParseDtype(const std::string& dtype) {
@@ -115,14 +134,15 @@ absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& 
                                                               const ModelOptions& options) {
   ASSIGN_OR_RETURN(at::ScalarType dtype, ParseDtype(options.dtype));
   const at::Device device(options.device);
-  const std::string family = FamilyOf(checkpoint.config());
-  for (const ModelFamily& known : Families()) {
-    if (family == known.name) return known.create(checkpoint, family, device, dtype);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(checkpoint.config_path().string(), ": model family '",
-                   family.empty() ? "(none: no model_type or architectures)" : family,
-                   "' is not supported; supported families: ", SupportedFamilies()));
+  ASSIGN_OR_RETURN(const ModelFamily* family,
+                   FindFamily(checkpoint.config(), checkpoint.config_path()));
+  return family->create(checkpoint, device, dtype);
+}
+
+absl::StatusOr<ModelShape> ReadModelShape(const nlohmann::json& config,
+                                          const std::filesystem::path& config_path) {
+  ASSIGN_OR_RETURN(const ModelFamily* family, FindFamily(config, config_path));
+  return family->read_shape(config, config_path);
 }
 
 }  // namespace anisoscope::analysis

@@ -22,11 +22,18 @@ struct ModelShape {
   bool causal = false;
 };
 
-// Every ModelShape::family the engine makes (model_factory.cc's CreateModel): what a worker
-// may report as a checkpoint's family.
+// The ModelShape::family of each family the engine makes: the one home of these names.
+inline constexpr char kBertFamily[] = "bert";
+inline constexpr char kGpt2Family[] = "gpt2";
+inline constexpr char kGptNeoXFamily[] = "gpt_neox";
+inline constexpr char kLlamaFamily[] = "llama";  // also Mistral and Qwen2
+inline constexpr char kOlmo2Family[] = "olmo2";
+
+// Every ModelShape::family the engine makes (model_factory.cc's CreateModel has a row for
+// each, a test checks): what a worker may report as a checkpoint's family.
 inline const std::vector<std::string>& ModelFamilies() {
-  static const auto* const families =
-      new std::vector<std::string>{"bert", "gpt2", "gpt_neox", "llama", "olmo2"};
+  static const auto* const families = new std::vector<std::string>{
+      kBertFamily, kGpt2Family, kGptNeoXFamily, kLlamaFamily, kOlmo2Family};
   return *families;
 }
 

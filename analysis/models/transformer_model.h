@@ -3,7 +3,9 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -61,5 +63,12 @@ absl::StatusOr<at::ScalarType> ParseDtype(const std::string& dtype);
 // field, or a missing or wrongly shaped tensor (naming tensor and file).
 absl::StatusOr<std::unique_ptr<TransformerModel>> CreateModel(const Checkpoint& checkpoint,
                                                               const ModelOptions& options);
+
+// The shape CreateModel gives the checkpoint whose config.json is `config` (read from
+// `config_path`), from the config alone: no weight is read. Its max_positions is the
+// longest sample the model accepts (the family's config reader says which key sets it).
+// Errors as CreateModel's for the config.
+absl::StatusOr<ModelShape> ReadModelShape(const nlohmann::json& config,
+                                          const std::filesystem::path& config_path);
 
 }  // namespace anisoscope::analysis

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "analysis/tokenizer/tokenizer.h"
 #include "analysis/tokenizer/wordpiece_tokenizer.h"
 #include "common/file_gate.h"
@@ -49,7 +49,8 @@ struct ProbeSpec {
   TextMode mode = TextMode::kWindows;
   // Number of samples taken (the first ones); the paper uses 128.
   int64_t samples = 128;
-  // Tokens per sample, special tokens included; 0 means the model's maximum.
+  // Tokens per sample, special tokens included; 0 means the default, the smaller of
+  // kDefaultSeqLen (analysis/extractor/extractor.h) and the model's maximum.
   int64_t seq_len = 0;
   // Probe::token_samples of the built probe.
   int64_t token_samples = kDefaultTokenSamples;

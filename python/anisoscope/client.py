@@ -274,7 +274,7 @@ class Client:
     # ---- Jobs ------------------------------------------------------------------------
 
     def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
-               probe_text=None, probe_mode=None, samples=0, seq_len=0, force=False,
+               probe_text=None, probe_mode=None, samples=None, seq_len=None, force=False,
                follow=False, until_step=None, token_samples=None, hf_cache=None,
                dedupe=False, metrics=None):
         """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
@@ -286,7 +286,8 @@ class Client:
         probe_tokens: JSON lines of token ids, used verbatim; or
         probe_text: text tokenized with each checkpoint's own tokenizer, cut into
             probe_mode "windows" (default) or "lines".
-        samples: probe samples (0: 128); seq_len: tokens per sample (0: the model's max).
+        samples: probe samples (None: 128); seq_len: tokens per sample (None: the smaller
+            of 2048 and the model's maximum); each at least 1 when given (ValueError).
         token_samples: M, the probe tokens whose Q and K are kept per head and step for
             token_cloud() (None: 128; 0: none).
         metrics: the metric groups to compute, "core,spectra" or ["core", "spectra"]

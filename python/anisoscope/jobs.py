@@ -1,6 +1,7 @@
 """SubmitJobRequest from Client.submit's arguments. Only what the request cannot say is
-checked here (two arguments for one field, a probe_mode without a wire value); every rule of a
-job is the server's, whose INVALID_ARGUMENT (anisoscope.Error) names the field at fault."""
+checked here (two arguments for one field, a probe_mode without a wire value, samples=0 or
+seq_len=0, which the wire reads as the default); every rule of a job is the server's, whose
+INVALID_ARGUMENT (anisoscope.Error) names the field at fault."""
 import operator
 import os
 from collections.abc import Mapping
@@ -16,6 +17,17 @@ def absolute_path(path):
     the server resolves those itself against its allowed roots)."""
     full = os.path.join(os.getcwd(), os.fspath(path))
     return full if ".." in Path(full).parts else os.path.normpath(full)
+
+
+def at_least_one(name, value):
+    """`value` (an integer, or None for the server's default, sent as 0); ValueError with the
+    CLI's message for --NAME below 1, since 0 on the wire means the default."""
+    if value is None:
+        return 0
+    value = operator.index(value)
+    if value < 1:
+        raise ValueError(f"{name}: must be at least 1, got {value}")
+    return value
 
 
 def add_checkpoints(request, checkpoints):
@@ -37,6 +49,7 @@ def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_tex
         checkpoints_dir = hf_cache
     if probe_tokens is not None and probe_text is not None:
         raise ValueError("submit: give probe_tokens or probe_text, not both")
+    samples, seq_len = at_least_one("samples", samples), at_least_one("seq_len", seq_len)
     if probe_mode is not None and probe_mode not in PROBE_MODES:
         raise ValueError(f"probe_mode: expected 'windows' or 'lines', got {probe_mode!r}")
     request = pb.SubmitJobRequest(run=run, force=force, follow=follow,

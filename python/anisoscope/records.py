@@ -68,7 +68,7 @@ class ProbeSpec:
     path: str
     mode: str
     samples: int  # 0: 128
-    seq_len: int  # 0: the model's maximum
+    seq_len: int  # 0: the smaller of 2048 and the model's maximum
     metrics: str = "all"  # the metric groups computed: "all" or "core,spectra"
 
     @classmethod

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
 
 namespace anisoscope::server {
 namespace {

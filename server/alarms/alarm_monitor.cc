@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -54,19 +55,41 @@ std::vector<storage::ScalarValue> ValuesOf(const storage::StepResult& step,
 
 std::string LayerLabel(int layer) { return layer < 0 ? "all" : absl::StrCat(layer); }
 
-// The alarms firing after `changed` (as RecordAlarms returned them) applied to `firing`.
-std::vector<storage::AlarmRecord> FiringAfter(std::vector<storage::AlarmRecord> firing,
-                                              const std::vector<storage::AlarmRecord>& changed) {
-  for (const storage::AlarmRecord& alarm : changed) {
-    if (alarm.resolved_step.has_value()) {
-      firing.erase(std::remove_if(firing.begin(), firing.end(),
-                                  [&](const auto& old) { return old.id == alarm.id; }),
-                   firing.end());
-    } else {
-      firing.push_back(alarm);
-    }
+// The alarms firing after `changed` applied to `open` (as AlarmsOpenAt read it).
+std::vector<storage::AlarmRecord> FiringAfter(const std::vector<storage::AlarmRecord>& open,
+                                              const std::vector<AlarmChange>& changed) {
+  std::vector<storage::AlarmRecord> firing;
+  for (const storage::AlarmRecord& alarm : open) {
+    if (!alarm.resolved_step.has_value()) firing.push_back(alarm);
+  }
+  for (const AlarmChange& change : changed) {
+    firing.erase(std::remove_if(firing.begin(), firing.end(),
+                                [&](const auto& old) { return old.id == change.alarm.id; }),
+                 firing.end());
+    if (!change.alarm.resolved_step.has_value()) firing.push_back(change.alarm);
   }
   return firing;
+}
+
+// How `stored` changed, against what the store had open before (`open`).
+AlarmChange::Kind KindOfChange(const std::vector<storage::AlarmRecord>& open,
+                               const storage::AlarmRecord& stored) {
+  const auto prior = std::find_if(open.begin(), open.end(),
+                                  [&](const auto& alarm) { return alarm.id == stored.id; });
+  if (prior == open.end()) return AlarmChange::Kind::kFired;
+  if (!prior->resolved_step.has_value()) {
+    return stored.resolved_step.has_value() ? AlarmChange::Kind::kResolved
+                                            : AlarmChange::Kind::kRefired;
+  }
+  if (!stored.resolved_step.has_value()) return AlarmChange::Kind::kReopened;
+  return prior->resolved_step == stored.resolved_step ? AlarmChange::Kind::kRefired
+                                                      : AlarmChange::Kind::kResolutionMoved;
+}
+
+// `alarm` with its resolution set to `step` (nullopt: firing again).
+storage::AlarmRecord WithResolution(storage::AlarmRecord alarm, std::optional<int64_t> step) {
+  alarm.resolved_step = step;
+  return alarm;
 }
 
 }  // namespace
@@ -74,25 +97,24 @@ std::vector<storage::AlarmRecord> FiringAfter(std::vector<storage::AlarmRecord> 
 AlarmMonitor::AlarmMonitor(Options options, storage::MetricsStore* store)
     : options_(std::move(options)), store_(store) {}
 
-absl::StatusOr<std::vector<storage::AlarmRecord>> AlarmMonitor::StepStored(
-    const storage::StepResult& step) {
+absl::StatusOr<std::vector<AlarmChange>> AlarmMonitor::StepStored(const storage::StepResult& step) {
   absl::MutexLock lock(&mu_);
-  const absl::StatusOr<std::vector<storage::AlarmRecord>> firing =
-      store_->FiringAlarms(step.ns, step.run, step.probe.id);
-  absl::StatusOr<std::vector<storage::AlarmRecord>> changed =
-      firing.ok() ? CheckRules(step, *firing) : firing.status();
+  const absl::StatusOr<std::vector<storage::AlarmRecord>> open =
+      store_->AlarmsOpenAt(step.ns, step.run, step.probe.id, step.step);
+  absl::StatusOr<std::vector<AlarmChange>> changed =
+      open.ok() ? CheckRules(step, *open) : open.status();
   UpdateGauges(step);
   const auto run = runs_.find({step.ns, step.run});
   if (changed.ok() && run != runs_.end()) {
-    run->second.firing[step.probe.id] = FiringAfter(*firing, *changed);
+    run->second.firing[step.probe.id] = FiringAfter(*open, *changed);
   }
   return changed;
 }
 
-absl::StatusOr<std::vector<storage::AlarmRecord>> AlarmMonitor::CheckRules(
-    const storage::StepResult& step, const std::vector<storage::AlarmRecord>& firing) {
+absl::StatusOr<std::vector<AlarmChange>> AlarmMonitor::CheckRules(
+    const storage::StepResult& step, const std::vector<storage::AlarmRecord>& open) {
   std::vector<storage::AlarmRecord> fired;
-  std::vector<storage::AlarmRecord> resolved;
+  std::vector<storage::AlarmRecord> resolutions;
   // The earlier steps' values, read once per (metric, window) that a relative rule asks for.
   std::map<std::pair<std::string, int>, std::vector<storage::StepScalars>> histories;
   for (const AlarmRule& rule : options_.rules) {
@@ -110,42 +132,71 @@ absl::StatusOr<std::vector<storage::AlarmRecord>> AlarmMonitor::CheckRules(
       history = &found->second;
     }
     for (const AlarmCheck& check : CheckRule(rule, ValuesOf(step, rule.metric), *history)) {
-      const auto current = std::find_if(firing.begin(), firing.end(), [&](const auto& alarm) {
-        return alarm.rule == rule.name && alarm.layer == check.layer;
-      });
-      if (check.holds && current == firing.end()) {
-        storage::AlarmRecord alarm;
-        alarm.ns = step.ns;
-        alarm.run = step.run;
-        alarm.probe_id = step.probe.id;
-        alarm.rule = rule.name;
-        alarm.metric = rule.metric;
-        alarm.layer = check.layer;
-        alarm.step = step.step;
-        alarm.value = check.value;
-        alarm.reference = check.reference;
-        alarm.severity = rule.severity;
-        alarm.summary = DescribeCheck(rule, check);
-        fired.push_back(std::move(alarm));
-      } else if (!check.holds && current != firing.end() && current->step < step.step) {
-        storage::AlarmRecord resolution = *current;
-        resolution.resolved_step = step.step;
-        resolved.push_back(std::move(resolution));
+      // This rule and layer's alarms: firing (at any step), or resolved around this step.
+      std::vector<const storage::AlarmRecord*> mine;
+      for (const storage::AlarmRecord& alarm : open) {
+        if (alarm.rule == rule.name && alarm.layer == check.layer) mine.push_back(&alarm);
       }
+      const auto first = [&](auto predicate) {
+        const auto found = std::find_if(mine.begin(), mine.end(), predicate);
+        return found == mine.end() ? nullptr : *found;
+      };
+      if (!check.holds) {
+        // Ends the events that began before this step: firing ones, and resolved ones whose
+        // resolution (computed before this step was stored again) lies later.
+        for (const storage::AlarmRecord* alarm : mine) {
+          if (alarm->step < step.step && alarm->resolved_step != step.step) {
+            resolutions.push_back(WithResolution(*alarm, step.step));
+          }
+        }
+        continue;
+      }
+      const bool refire =
+          first([&](const auto* alarm) { return alarm->step == step.step; }) != nullptr;
+      const bool ongoing =
+          first([&](const auto* alarm) {
+            return !alarm->resolved_step.has_value() || *alarm->resolved_step > step.step;
+          }) != nullptr;
+      const storage::AlarmRecord* ended_here = first([&](const auto* alarm) {
+        return alarm->resolved_step == step.step && alarm->step < step.step;
+      });
+      if (!refire && ongoing) continue;
+      if (!refire && ended_here != nullptr) {
+        resolutions.push_back(WithResolution(*ended_here, std::nullopt));
+        continue;
+      }
+      // A new alarm, or the one fired at this step again (the store updates it in place).
+      storage::AlarmRecord alarm;
+      alarm.ns = step.ns;
+      alarm.run = step.run;
+      alarm.probe_id = step.probe.id;
+      alarm.rule = rule.name;
+      alarm.metric = rule.metric;
+      alarm.layer = check.layer;
+      alarm.step = step.step;
+      alarm.value = check.value;
+      alarm.reference = check.reference;
+      alarm.severity = rule.severity;
+      alarm.summary = DescribeCheck(rule, check);
+      fired.push_back(std::move(alarm));
     }
   }
   // An alarm of a rule no longer in the set (the rules changed across a restart) resolves.
-  for (const storage::AlarmRecord& alarm : firing) {
+  for (const storage::AlarmRecord& alarm : open) {
     const bool known = std::any_of(options_.rules.begin(), options_.rules.end(),
                                    [&](const AlarmRule& rule) { return rule.name == alarm.rule; });
-    if (!known && alarm.step < step.step) {
-      storage::AlarmRecord resolution = alarm;
-      resolution.resolved_step = step.step;
-      resolved.push_back(std::move(resolution));
+    if (!known && !alarm.resolved_step.has_value() && alarm.step < step.step) {
+      resolutions.push_back(WithResolution(alarm, step.step));
     }
   }
-  if (fired.empty() && resolved.empty()) return std::vector<storage::AlarmRecord>{};
-  return store_->RecordAlarms(fired, resolved);
+  if (fired.empty() && resolutions.empty()) return std::vector<AlarmChange>{};
+  ASSIGN_OR_RETURN(const std::vector<storage::AlarmRecord> stored,
+                   store_->RecordAlarms(fired, resolutions));
+  std::vector<AlarmChange> changed;
+  for (const storage::AlarmRecord& alarm : stored) {
+    changed.push_back({KindOfChange(open, alarm), alarm});
+  }
+  return changed;
 }
 
 void AlarmMonitor::UpdateGauges(const storage::StepResult& step) {

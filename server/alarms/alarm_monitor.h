@@ -6,6 +6,12 @@
 // later step where the rule no longer holds, or whose rules no longer have it (never at a
 // step before the one it fired at).
 //
+// One alarm per event, (run, probe, rule, layer, step fired): a step stored again (a --force
+// re-run, in step order) recomputes the alarms it touches in place. Where the rule holds
+// at the step an alarm fired at, that alarm is updated (kRefired); where it holds at the
+// step an alarm resolved at, the alarm fires again (kReopened); where it no longer holds
+// inside a resolved alarm's span, the resolution moves to that step (kResolutionMoved).
+//
 // Thread-safe: StepStored calls are serialized (each blocks on SQLite reads and one write);
 // Exposition never touches the store. `store` is not owned.
 #pragma once
@@ -25,6 +31,25 @@
 
 namespace anisoscope::server {
 
+// An alarm that storing a step changed, as stored, and how.
+struct AlarmChange {
+  enum class Kind {
+    kFired,            // a new alarm
+    kRefired,          // fired again at the step it fired at (that step stored again)
+    kResolved,         // firing, now resolved
+    kReopened,         // resolved, firing again: the rule holds at its resolution step now
+    kResolutionMoved,  // resolved, now at an earlier step: the rule no longer holds there
+  };
+  Kind kind = Kind::kFired;
+  storage::AlarmRecord alarm;
+
+  // Whether the alarm started or stopped firing (kFired, kResolved, kReopened): what a
+  // webhook is told.
+  bool StateChanged() const {
+    return kind == Kind::kFired || kind == Kind::kResolved || kind == Kind::kReopened;
+  }
+};
+
 class AlarmMonitor {
  public:
   struct Options {
@@ -36,10 +61,9 @@ class AlarmMonitor {
 
   AlarmMonitor(Options options, storage::MetricsStore* store);
 
-  // Checks every rule on `step`, just stored whole, and returns the alarms it fired or
-  // resolved, as stored (by revision). On a store error nothing of this step's alarms is
-  // stored.
-  absl::StatusOr<std::vector<storage::AlarmRecord>> StepStored(const storage::StepResult& step);
+  // Checks every rule on `step`, just stored whole, and returns the alarms it changed, as
+  // stored (by revision). On a store error nothing of this step's alarms is stored.
+  absl::StatusOr<std::vector<AlarmChange>> StepStored(const storage::StepResult& step);
 
   // Prometheus text for the exported runs of namespace `ns`: anisoscope_alarm_firing (one
   // series per firing rule and layer), anisoscope_run_latest_step and the summary gauges. Per
@@ -59,9 +83,10 @@ class AlarmMonitor {
     std::map<std::string, std::vector<storage::AlarmRecord>> firing;
   };
 
-  // The alarms that change at `step`, recorded; `firing` is what fired before it.
-  absl::StatusOr<std::vector<storage::AlarmRecord>> CheckRules(
-      const storage::StepResult& step, const std::vector<storage::AlarmRecord>& firing)
+  // The alarms that change at `step`, recorded; `open` is what the store had open at it
+  // (MetricsStore::AlarmsOpenAt).
+  absl::StatusOr<std::vector<AlarmChange>> CheckRules(const storage::StepResult& step,
+                                                      const std::vector<storage::AlarmRecord>& open)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGauges(const storage::StepResult& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

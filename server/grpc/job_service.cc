@@ -9,8 +9,6 @@
 #include "common/grpc_status.h"
 #include "server/grpc/call_credentials.h"
 #include "server/grpc/unary_reactor.h"
-#include "server/jobs/job_request.h"
-#include "server/jobs/probe_bounds.h"
 #include "server/queries/queries.h"
 #include "server/wire/proto_convert.h"
 
@@ -140,16 +138,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
                                                     pb::Job* response) {
   absl::StatusOr<Principal> caller = AuthorizeCall(*access_, *context, Action::kWrite);
   if (!caller.ok()) return Respond(context, caller.status());
-  // The probe's size, before any file is opened; the runner bounds the token file's read.
-  if (absl::Status size = CheckProbeRequest(request->probe(), limits_); !size.ok()) {
-    return Respond(context, size);
-  }
-  absl::StatusOr<FileGate> files = GateForNamespace(*store_, *files_, caller->ns);
-  if (!files.ok()) return Respond(context, files.status());
-  absl::StatusOr<storage::JobSpec> spec = JobSpecFromRequest(*request, *files);
-  if (!spec.ok()) return Respond(context, spec.status());
-  spec->ns = caller->ns;
-  absl::StatusOr<storage::JobRecord> job = runner_->Submit(*spec, caller->name);
+  absl::StatusOr<storage::JobRecord> job = submission_->Submit(*request, caller->ns, caller->name);
   if (job.ok()) ToProto(*job, response);
   return Respond(context, job.status());
 }

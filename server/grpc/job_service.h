@@ -12,25 +12,20 @@
 #include <grpcpp/grpcpp.h>
 
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
-#include "common/file_gate.h"
 #include "server/auth/access_control.h"
 #include "server/jobs/job_runner.h"
+#include "server/jobs/job_submission.h"
 #include "server/jobs/watch_streams.h"
 #include "server/wire/request_limits.h"
-#include "storage/metrics_store.h"
 
 namespace anisoscope::server {
 
 class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
  public:
-  JobServiceImpl(JobRunner* runner, const FileGate* files, storage::MetricsStore* store,
-                 AccessControl* access, const RequestLimits& limits)
-      : runner_(runner),
-        files_(files),
-        store_(store),
-        access_(access),
-        limits_(limits),
-        watch_slots_(limits) {}
+  // None owned; each must outlive the service.
+  JobServiceImpl(JobRunner* runner, const JobSubmission* submission, AccessControl* access,
+                 const RequestLimits& limits)
+      : runner_(runner), submission_(submission), access_(access), watch_slots_(limits) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const ::anisoscope::v1::SubmitJobRequest* request,
@@ -50,10 +45,8 @@ class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackServic
 
  private:
   JobRunner* const runner_;
-  const FileGate* const files_;
-  storage::MetricsStore* const store_;
+  const JobSubmission* const submission_;
   AccessControl* const access_;
-  const RequestLimits limits_;
   WatchSlots watch_slots_;  // WatchJob streams open now
 };
 

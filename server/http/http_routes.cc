@@ -3,24 +3,21 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <functional>
 #include <iterator>
+#include <map>
 #include <regex>
-#include <sstream>
-#include <system_error>
 #include <type_traits>
+#include <utility>
 
-#include "absl/strings/ascii.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "common/json_text.h"
-#include "common/proto_json.h"
+#include "anisoscope/v1/anisoscope.pb.h"
 #include "common/status_macros.h"
 #include "server/http/encoded_response.h"
+#include "server/http/http_json.h"
+#include "server/http/query_params.h"
+#include "server/http/static_files.h"
 #include "server/monitoring/query_timing.h"
 #include "server/queries/derived_queries.h"
 #include "server/queries/queries.h"
@@ -29,7 +26,6 @@ namespace anisoscope::server {
 namespace {
 
 namespace fs = std::filesystem;
-namespace protobuf = ::google::protobuf;
 
 constexpr char kJsonType[] = "application/json; charset=utf-8";
 
@@ -132,25 +128,6 @@ httplib::Server::Handler ApiHandler(
   };
 }
 
-void ServeStatic(const fs::path& web_dir, const httplib::Request& req, httplib::Response& res) {
-  absl::StatusOr<fs::path> file = ResolveStaticFile(web_dir, req.path);
-  if (!file.ok()) {
-    res.status = HttpStatusFor(file.status().code());
-    res.set_content(std::string(file.status().message()) + "\n", "text/plain; charset=utf-8");
-    return;
-  }
-  std::ifstream in(*file, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (!in) {
-    res.status = 500;
-    res.set_content(absl::StrCat("cannot read ", file->string(), "\n"), "text/plain");
-    return;
-  }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_content(content.str(), ContentTypeFor(*file));
-}
-
 // The Prometheus exposition: the counts of `metrics`, the runner's load, the store's stats
 // and the HTTP threads.
 void ServeMetrics(const RouteContext& context, const ServiceMetrics& metrics,
@@ -180,121 +157,6 @@ void ServeMetrics(const RouteContext& context, const ServiceMetrics& metrics,
 }
 
 }  // namespace
-
-int HttpStatusFor(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk:
-      return 200;
-    case absl::StatusCode::kInvalidArgument:
-      return 400;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
-    case absl::StatusCode::kPermissionDenied:
-      return 403;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kFailedPrecondition:
-      return 409;
-    case absl::StatusCode::kResourceExhausted:
-      return 429;
-    case absl::StatusCode::kUnavailable:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
-std::string ErrorJson(const absl::Status& status) {
-  return ErrorJson(status, HttpStatusFor(status.code()));
-}
-
-std::string ErrorJson(const absl::Status& status, int http_status) {
-  return absl::StrCat("{\"error\":{\"code\":", http_status,
-                      ",\"status\":", JsonQuote(absl::StatusCodeToString(status.code())),
-                      ",\"message\":", JsonQuote(std::string(status.message())), "}}");
-}
-
-std::string MessageToJson(const protobuf::Message& message) {
-  absl::StatusOr<std::string> json = ProtoToJson(message);
-  return json.ok() ? *std::move(json) : ErrorJson(json.status());
-}
-
-std::string SeriesToJson(const ::anisoscope::v1::QuerySeriesResponse& response) {
-  const auto plain = [](const std::string& text) {
-    for (const char c : text) {
-      if (!absl::ascii_isalnum(c) && c != '_' && c != '-' && c != '.') return false;
-    }
-    return true;
-  };
-  if (!plain(response.probe_id()) || !plain(response.metric())) return MessageToJson(response);
-  std::string json = absl::StrCat("{\"probeId\":\"", response.probe_id(), "\",\"metric\":\"",
-                                  response.metric(), "\",\"points\":[");
-  json.reserve(json.size() + 64 * static_cast<size_t>(response.points_size()));
-  bool first = true;
-  for (const ::anisoscope::v1::SeriesPoint& point : response.points()) {
-    absl::StrAppend(&json, first ? "" : ",", "{\"step\":\"", point.step(),
-                    "\",\"layer\":", point.layer(), ",\"head\":", point.head(),
-                    ",\"value\":", JsonDoubleText(point.value()), "}");
-    first = false;
-  }
-  absl::StrAppend(&json, "],\"downsampled\":", response.downsampled() ? "true" : "false", "}");
-  return json;
-}
-
-std::string ContentTypeFor(const fs::path& file) {
-  static const std::map<std::string, std::string>* const kTypes =
-      new std::map<std::string, std::string>{
-          {".html", "text/html; charset=utf-8"},
-          {".js", "text/javascript; charset=utf-8"},
-          {".mjs", "text/javascript; charset=utf-8"},
-          {".css", "text/css; charset=utf-8"},
-          {".svg", "image/svg+xml"},
-          {".png", "image/png"},
-          {".json", "application/json; charset=utf-8"},
-          {".map", "application/json; charset=utf-8"},
-          {".txt", "text/plain; charset=utf-8"},
-          {".ico", "image/x-icon"},
-          {".woff2", "font/woff2"},
-      };
-  auto it = kTypes->find(absl::AsciiStrToLower(file.extension().string()));
-  return it == kTypes->end() ? "application/octet-stream" : it->second;
-}
-
-absl::StatusOr<fs::path> ResolveStaticFile(const fs::path& web_dir, const std::string& url_path) {
-  std::error_code error;
-  if (!fs::is_directory(web_dir, error)) {
-    return absl::UnavailableError(absl::StrCat(
-        "the dashboard assets are not built: '", web_dir.string(),
-        "' does not exist (run scripts/setup.sh, or pass --web-dir); the API under /api/v1/ "
-        "works without them"));
-  }
-  if (url_path.find('\\') != std::string::npos || url_path.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("bad path '", url_path, "'"));
-  }
-  fs::path relative;
-  for (absl::string_view segment : absl::StrSplit(url_path, '/', absl::SkipEmpty())) {
-    if (segment == "..") {
-      return absl::InvalidArgumentError(absl::StrCat("path '", url_path, "' may not contain '..'"));
-    }
-    if (segment == ".") continue;
-    relative /= std::string(segment);
-  }
-  const fs::path root = fs::canonical(web_dir, error);
-  if (error) return absl::UnavailableError(absl::StrCat("cannot read '", web_dir.string(), "'"));
-  fs::path file = root / relative;
-  if (fs::is_directory(file, error)) file /= "index.html";
-  const fs::path resolved = fs::canonical(file, error);
-  if (error || !fs::is_regular_file(resolved, error)) {
-    return absl::NotFoundError(absl::StrCat("not found: ", url_path));
-  }
-  // Symlinks inside web_dir must not lead outside it.
-  const auto [root_end, unused] =
-      std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end());
-  if (root_end != root.end()) {
-    return absl::PermissionDeniedError(absl::StrCat("not served: ", url_path));
-  }
-  return resolved;
-}
 
 std::string RoutePattern(const std::string& path) {
   return std::regex_replace(path, std::regex(R"(\{[a-z_]+\})"), "([^/]+)");
@@ -395,7 +257,7 @@ void InstallRoutes(httplib::Server* server, const RouteContext& context, Service
     WriteError(absl::NotFoundError(absl::StrCat("no such endpoint: GET ", req.path)), res);
   });
   server->Get(R"(/.*)", [web_dir](const httplib::Request& req, httplib::Response& res) {
-    ServeStatic(web_dir, req, res);
+    ServeStaticFile(web_dir, req, res);
   });
   server->set_logger([](const httplib::Request& req, const httplib::Response& res) {
     spdlog::debug("http {} {} -> {}", req.method, req.path, res.status);

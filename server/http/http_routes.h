@@ -1,21 +1,18 @@
-// The pieces of the HTTP API that are pure functions (tested alone) and the route table
-// HttpServer installs. No I/O except ServeStaticFile's file reads.
+// The HTTP API's route table, as HttpServer installs it: the /api/v1 GET routes over the
+// query core and the job runner, /metrics, a 404 for other /api paths, and the dashboard's
+// files (static_files.h) for every other path. Each API handler authorizes its caller
+// first and answers JSON (http_json.h); handlers run on httplib's threads, may be called
+// concurrently, and block on the store and the runner. The table holds no state of its
+// own: what it needs comes in a RouteContext, whose pointers must outlive the server.
 #pragma once
-
-#include <google/protobuf/message.h>
 
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "anisoscope/v1/anisoscope.pb.h"
 #include "server/auth/access_control.h"
 #include "server/http/http_thread_pool.h"
-#include "server/http/query_params.h"
 #include "server/http/response_cache.h"
 #include "server/jobs/job_runner.h"
 #include "server/monitoring/service_metrics.h"
@@ -32,31 +29,6 @@ namespace anisoscope::server {
 
 // The query parameter that names the namespace a request acts in (see AccessControl).
 inline constexpr char kNamespaceParam[] = "namespace";
-
-// The one mapping from a status code to an HTTP status: 400 INVALID_ARGUMENT, 401
-// UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 409 FAILED_PRECONDITION, 429
-// RESOURCE_EXHAUSTED, 503 UNAVAILABLE, 500 otherwise (200 for OK).
-int HttpStatusFor(absl::StatusCode code);
-// {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}, the code HttpStatusFor's
-// or `http_status` (a status the walls answer: 405, 413).
-std::string ErrorJson(const absl::Status& status);
-std::string ErrorJson(const absl::Status& status, int http_status);
-
-// The proto JSON mapping of `message` (lowerCamelCase, default values printed).
-std::string MessageToJson(const google::protobuf::Message& message);
-// MessageToJson of a QuerySeriesResponse, byte for byte, written directly (the library's
-// printer takes most of a large series query's time).
-std::string SeriesToJson(const ::anisoscope::v1::QuerySeriesResponse& response);
-
-// The Content-Type of a file by its extension (html, js, mjs, css, svg, png, json, map,
-// ...); application/octet-stream when unknown.
-std::string ContentTypeFor(const std::filesystem::path& file);
-// The file under `web_dir` that URL path `url_path` (already percent-decoded) names:
-// index.html for "/" and for directories. INVALID_ARGUMENT for a ".." segment, a backslash
-// or a NUL; NOT_FOUND when there is no such file; PERMISSION_DENIED when it resolves
-// (through symlinks) outside `web_dir`; UNAVAILABLE when `web_dir` does not exist.
-absl::StatusOr<std::filesystem::path> ResolveStaticFile(const std::filesystem::path& web_dir,
-                                                        const std::string& url_path);
 
 // What the API's handlers work with (none owned). `cache` may be null: nothing kept.
 struct RouteContext {

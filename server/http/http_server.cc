@@ -13,7 +13,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
+#include "common/listen_check.h"
+#include "common/status_macros.h"
 #include "server/http/http_connection.h"
+#include "server/http/http_json.h"
 #include "server/http/http_routes.h"
 #include "server/http/http_walls.h"
 
@@ -170,6 +173,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
     port = 0;
   }
   if (port == 0) {
+    RETURN_IF_ERROR(CheckAddressFree(*listen_at, "--http-listen"));
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen, "' (HTTP)"));
   }
   // Debian's httplib listens with a backlog of 5: a burst of new connections overflows it

@@ -5,9 +5,10 @@
 // JSON mapping: snake_case or lowerCamelCase names, unknown names are a 400), calls the
 // same core function as the gRPC service (server/queries/queries.h) and answers the response
 // message as proto JSON, or an error body {"error":{"code","status","message"}} with the
-// HTTP status of the absl::StatusCode (http_routes.h). /metrics is the Prometheus text
+// HTTP status of the absl::StatusCode (http_json.h). /metrics is the Prometheus text
 // exposition of the server's counts (ServiceMetrics). Other paths are files under
-// `web_dir` (index.html at /), never outside it; 503 when `web_dir` does not exist.
+// `web_dir` (index.html at /), never outside it (static_files.h); 503 when `web_dir` does
+// not exist. The routes are one table (http_routes.h).
 //
 // Under load: answers of store-backed queries are kept encoded until the store changes
 // (ResponseCache), sent as 304 to a client whose copy is current (ETag / If-None-Match)
@@ -79,7 +80,7 @@ class HttpServer {
   // Binds and starts serving. INVALID_ARGUMENT for a listen address that is not
   // HOST:PORT, a certificate or key that cannot be loaded, a timeout that is not positive
   // or a CORS origin that is not one (NormalizeOrigin), UNAVAILABLE when it cannot be
-  // bound. `access` authorizes every API request; without tokens (or without `access`) the
+  // bound (common/listen_check.h's message when the port is in use). `access` authorizes every API request; without tokens (or without `access`) the
   // loopback-only walls apply. With `metrics` (not owned), the API's latency is recorded
   // and /metrics served.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(const Options& options,

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/checkpoint/step_discovery.h"
 #include "analysis/checkpoint/weight_files.h"
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "analysis/probe/probe.h"
 #include "common/status_macros.h"
 #include "server/wire/proto_convert.h"
@@ -97,7 +97,11 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
   spec.run = request.run();
   spec.force = request.force();
   spec.dedupe = request.dedupe();
-  if (!request.has_probe()) return absl::InvalidArgumentError("probe is required");
+  if (!request.has_probe()) {
+    return absl::InvalidArgumentError(
+        "probe is required: name a probe file with --probe-text FILE or --probe-tokens FILE "
+        "(Python: probe_text= or probe_tokens=)");
+  }
   if (absl::Status status = ProbeSpecFromProto(request.probe(), &spec); !status.ok()) {
     return status;
   }

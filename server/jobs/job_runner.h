@@ -1,24 +1,35 @@
-// JobRunner: the job queue and the lease table that hands checkpoints to workers.
+// JobRunner: the job service's core. Its state, the unfinished jobs and their steps, pending
+// or leased, is a JobRegistry (job_registry.h: the transitions, each written to the store and
+// published to the job's watchers); the runner adds the lock, the lease calls waiting for a
+// step, the thread that expires leases and waits, and the I/O done outside the lock.
 //
-// Jobs live in the MetricsStore (the source of truth, so a restarted server resumes
-// them); the runner keeps the unfinished ones in memory with their pending checkpoints
-// queued first-in first-out by job, ascending by step. Workers (remote processes over
-// WorkerService, or the server's embedded ones over an in-process channel: one path)
-// lease one checkpoint at a time:
+// Jobs live in the JobStore (the source of truth, so a restarted server resumes them), each
+// with the probe and the allowed roots its units carry (fixed at submit: JobSubmission).
+// Workers (remote processes over WorkerService, or the server's embedded ones over an
+// in-process channel: one path) lease one checkpoint at a time:
 //   Lease     -> the oldest pending checkpoint becomes running under a new lease id;
-//   Heartbeat -> extends the lease, publishes per-batch progress, tells of a cancel;
-//   Complete  -> checks the upload against the model shape and stores the step and the
-//                checkpoint's end in one transaction;
+//   Heartbeat -> extends the lease, publishes per-batch progress, tells of a cancel, or ends
+//                the lease when the step is stored already or duplicates an earlier one;
+//   Complete  -> checks the upload and stores the step with the checkpoint's end in one
+//                transaction (step_completion.h), then tells the step's observers;
 //   Fail      -> the step fails, or goes back to pending (retryable, given back).
-// A lease with no heartbeat for `lease_timeout` expires: the step goes back to pending
-// with its attempt counted, and fails with the last error after `max_attempts`. Calls
-// naming a lease that is no longer current get FAILED_PRECONDITION and change nothing.
-// Leases are stored with the checkpoints: after a restart, embedded workers' leases go
-// back to pending and remote workers' leases get one `lease_timeout` to check in.
+// A lease with no heartbeat for `lease_timeout` expires: the step goes back to pending with
+// its attempt counted, and fails with the last error after `max_attempts`. Calls naming a
+// lease that is no longer current get FAILED_PRECONDITION and change nothing. Leases are
+// stored with the checkpoints: after a restart, embedded workers' leases go back to pending
+// and remote workers' leases get one `lease_timeout` to check in.
 //
-// Thread-safe; nothing here waits for extraction. Store I/O happens under the lock except
-// a step's write in Complete. Every state change is written to the store and published to
-// the job's watchers under one lock, so watchers see the store's order.
+// The lock's rules:
+// - `mu_` guards the registry and the waits. It is never held while a callback (a lease
+//   answer, an observer) runs, nor while the store answers a lease call: a grant is written
+//   after the lock is released (its lease marked `storing` meanwhile, so that nothing else
+//   ends it), and so are a heartbeat's look-ups and a completion's upload and its observers.
+//   Nothing under it opens a file (a job's roots are fixed at submit).
+// - The store is written under the lock where the order of the writes must be the order of
+//   the changes: a cancel, a lease's end, a job's end, a followed job's new steps.
+// - Events go to watchers under the lock (JobEvents never blocks), so watchers see the
+//   store's order.
+// Thread-safe; nothing here waits for extraction.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +40,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -38,14 +48,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "anisoscope/v1/anisoscope.pb.h"
-#include "common/file_gate.h"
 #include "server/jobs/job_events.h"
-#include "server/monitoring/service_metrics.h"
-#include "storage/metrics_store.h"
+#include "server/jobs/job_registry.h"
+#include "server/jobs/step_completion.h"
+#include "server/jobs/step_observer.h"
+#include "storage/job_store.h"
 
 namespace anisoscope::server {
 
-class JobRunner {
+class JobRunner final : private JobNotices {
  public:
   struct Options {
     // A lease with no heartbeat for this long expires (--lease-timeout).
@@ -58,21 +69,19 @@ class JobRunner {
     // polls it may have waiting, together (--max-leases-per-worker); embedded workers are
     // not counted.
     int max_leases_per_worker = 16;
-    // Token ids a job's probe may hold, read as far as this and no further, and checked at
-    // submit and resume with the unit's size (--max-probe-tokens; server/jobs/probe_bounds.h).
-    int64_t max_probe_tokens = 128 * 2048;
     // Compute dtype sent with every unit (--dtype).
     std::string dtype = "float32";
-    // Counts each stored checkpoint (family, device, seconds); not owned; may be null.
-    ServiceMetrics* metrics = nullptr;
-    // The gate a namespace's files are opened through: the token probe's at submit and
-    // resume, and its roots are sent with each unit (none: the worker refuses the unit).
-    // Called at each of those, at a lease under the runner's lock. Unset: nothing is opened.
-    std::function<FileGate(const std::string& ns)> namespace_files;
-    // Called with each step stored whole (not skipped), outside the runner's lock, before its
-    // STEP_FINISHED event and its worker's answer: the alarm rules (server/alarms/). May be
-    // unset.
-    std::function<void(int64_t job_id, const storage::StepResult& step)> step_stored;
+    // Told of each step stored whole (step_observer.h), in this order; not owned; each must
+    // outlive the runner.
+    std::vector<StepObserver*> observers;
+  };
+
+  // What a job's units carry besides its checkpoints, fixed at submit.
+  using JobInputs = JobRegistry::JobInputs;
+  // An unfinished job of the store, to run again (job_submission.h LoadUnfinishedJobs).
+  struct ResumedJob {
+    storage::JobRecord record;
+    JobInputs inputs;
   };
 
   // Who calls the worker service, from its Principal: a lease is bound to `identity` (only it
@@ -88,20 +97,23 @@ class JobRunner {
   // Answer to a lease request: a unit, no unit (the wait ran out), or an error.
   using LeaseCallback = std::function<void(absl::StatusOr<::anisoscope::v1::LeaseWorkResponse>)>;
 
-  // `store` is not owned and must outlive the runner. Re-queues the store's unfinished jobs
-  // and starts the thread that expires leases and long polls.
+  // `store` is not owned and must outlive the runner. Queues `resumed` (their leases held by
+  // embedded workers go back to pending) and starts the thread that expires leases and long
+  // polls.
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(const Options& options,
-                                                           storage::MetricsStore* store);
+                                                           storage::JobStore* store,
+                                                           std::vector<ResumedJob> resumed = {});
   ~JobRunner();  // Drains.
 
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
 
   // ---- Jobs ----
-  // Stores a new job (paths already resolved and checkpoints ascending) and queues it.
+  // Stores a new job (paths already resolved through its namespace's gate, checkpoints
+  // ascending) with `inputs` and queues it; `actor` (who submits) goes to the audit log.
   // UNAVAILABLE while draining.
-  // `actor` (who submits) goes to the audit log.
-  absl::StatusOr<storage::JobRecord> Submit(const storage::JobSpec& spec, const std::string& actor);
+  absl::StatusOr<storage::JobRecord> Submit(const storage::JobSpec& spec, JobInputs inputs,
+                                            const std::string& actor);
   // Cancels a job: its pending and leased checkpoints become cancelled (a leased one's
   // worker hears it at its next heartbeat), the job is cancelled and finishes. A step whose
   // upload is being stored finishes first. NOT_FOUND for an unknown id,
@@ -120,19 +132,16 @@ class JobRunner {
   absl::Status Watch(int64_t id, JobWatcher* watcher);
   // Stops events to `watcher`; after it returns the watcher is never called again.
   void Unwatch(int64_t id, JobWatcher* watcher);
-  // Tells job `id`'s watchers of `alarm` (a KIND_ALARM event); nothing when the job has ended
-  // or has no watcher.
-  void PublishAlarm(int64_t id, const ::anisoscope::v1::Alarm& alarm);
 
   // ---- Leases (WorkerService) ----
   // Answers `done` with the oldest pending checkpoint of caller.scope as a unit leased to
   // caller.identity (request.worker names the process), waiting up to request.wait_ms
-  // (capped) for one; `done` runs on this thread or on the runner's, never under its lock.
-  // caller.local: an embedded worker (its lease expires as any other, and goes back at
-  // restart).
-  // UNAVAILABLE while draining; RESOURCE_EXHAUSTED, naming --max-leases-per-worker, when a
-  // remote identity already holds and waits for that many. `ticket` (from NewLeaseTicket)
-  // names the wait for WithdrawLease.
+  // (capped) for one; `done` runs on this thread or on another caller's or the runner's,
+  // never under its lock. caller.local: an embedded worker (its lease expires as any other,
+  // and goes back at restart).
+  // UNAVAILABLE while draining or when the lease cannot be stored; RESOURCE_EXHAUSTED, naming
+  // --max-leases-per-worker, when a remote identity already holds and waits for that many.
+  // `ticket` (from NewLeaseTicket) names the wait for WithdrawLease.
   void Lease(int64_t ticket, const ::anisoscope::v1::LeaseWorkRequest& request,
              const LeaseCaller& caller, LeaseCallback done);
   int64_t NewLeaseTicket();
@@ -145,8 +154,8 @@ class JobRunner {
       const ::anisoscope::v1::HeartbeatRequest& request, const std::string& identity);
   // INVALID_ARGUMENT when the upload does not fit the model shape it declares or the unit
   // it was leased with (step_upload.h; the step then fails with that error, nothing
-  // stored); the store's error when the write fails (likewise). A stored step is audited as
-  // `identity`'s.
+  // stored); UNAVAILABLE when the store cannot write now (the lease stays: retry). A stored
+  // step is audited as `identity`'s.
   absl::StatusOr<::anisoscope::v1::CompleteWorkResponse> Complete(
       const ::anisoscope::v1::CompleteWorkRequest& request, const std::string& identity);
   absl::Status Fail(const ::anisoscope::v1::FailWorkRequest& request, const std::string& identity);
@@ -160,13 +169,7 @@ class JobRunner {
   bool draining() const;
 
   // ---- Following a run being written ----
-  struct FollowedJob {
-    int64_t id = 0;
-    std::string ns;
-    std::string dir;                // the followed checkpoints directory
-    std::set<int64_t> known_steps;  // already in the job
-    std::optional<int64_t> until_step;
-  };
+  using FollowedJob = JobRegistry::FollowedJob;
   // Active jobs that follow a directory and have not reached their until_step.
   std::vector<FollowedJob> FollowedJobs() const;
   // Appends `found` (steps the job does not have yet; others are dropped) as pending and
@@ -187,77 +190,42 @@ class JobRunner {
   int NumWatchers(int64_t id) const { return events_.NumWatchers(id); }
 
  private:
-  struct ActiveJob;
-  struct LeaseEntry;
   struct Waiter;
-  using StepKey = std::pair<int64_t, size_t>;  // (job id, index into record.checkpoints)
   // Callbacks to run once the lock is released.
   using Deliveries = std::vector<std::function<void()>>;
 
-  JobRunner(const Options& options, storage::MetricsStore* store);
+  JobRunner(const Options& options, storage::JobStore* store);
 
-  absl::Status Resume();
-  // The gate of namespace `ns` (Options::namespace_files; none set opens nothing).
-  FileGate FilesOf(const std::string& ns) const;
+  // Queues the jobs of a restart; the embedded workers' leases go back to pending.
+  absl::Status Resume(std::vector<ResumedJob> resumed);
+  // JobNotices: a KIND_ALARM event to the job's watchers.
+  void PublishAlarm(int64_t id, const ::anisoscope::v1::Alarm& alarm) override;
   // Appends to the audit log; a failure is logged, never returned (the action happened).
   void Audit(const storage::AuditEntry& entry);
-  void AddJob(storage::JobRecord record, ::anisoscope::v1::UnitProbe probe)
+  // Remote lease calls of `identity` waiting now.
+  int WaitingOf(const std::string& identity) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reserves the oldest pending step of the waiter's scope (nullopt: none); FinishGrant
+  // stores it.
+  std::optional<JobRegistry::Grant> ReserveLocked(const Waiter& waiter)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The oldest pending step of a job in namespace `scope` (kAnyNamespace: any); nullopt when
-  // there is none.
-  std::optional<StepKey> FirstPendingLocked(const std::string& scope) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // RESOURCE_EXHAUSTED when remote `identity` holds and waits for max_leases_per_worker.
-  absl::Status CheckLeaseCapLocked(const std::string& identity) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Leases the oldest pending step to `waiter`; false when none is pending. When the lease
-  // cannot be stored, nothing changes and the store's error comes back.
-  absl::StatusOr<bool> GrantLocked(const Waiter& waiter,
-                                   ::anisoscope::v1::LeaseWorkResponse* response)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores `grant` outside the lock, then makes its lease current (the unit), or answers
+  // UNAVAILABLE when the store refuses, or no unit when its job was cancelled meanwhile.
+  absl::StatusOr<::anisoscope::v1::LeaseWorkResponse> FinishGrant(JobRegistry::Grant grant)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Hands pending steps to waiting lease calls.
   void DispatchLocked(Deliveries* deliveries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The lease named by a call of `identity`; FAILED_PRECONDITION when it is not current,
-  // PERMISSION_DENIED when another identity holds it. A lease taken before holders were
-  // recorded is adopted by the first identity that names it.
-  absl::StatusOr<LeaseEntry*> FindLeaseLocked(const std::string& lease_id,
-                                              const std::string& identity)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends a lease: the step takes `state` (pending re-queues it) with `error`; then the job
-  // finishes if that was its last step, unless `finish_job` is false (the caller will).
-  void EndLeaseLocked(const std::string& lease_id, storage::StepState state,
-                      const std::string& error, Deliveries* deliveries, bool finish_job = true)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends a lease that did not deliver (expired or retryable): pending again, or failed once
-  // the step has had max_attempts.
-  void RetryOrFailLocked(const std::string& lease_id, const std::string& error,
-                         Deliveries* deliveries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Expires leases and long polls whose time is up, until Drain.
   void ReaperLoop();
 
-  // Stores a checkpoint's state; errors are logged and returned.
-  absl::Status SaveCheckpoint(ActiveJob* job, size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SaveJobState(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishStep(ActiveJob* job, size_t index, int kind, int done, int total)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the job when no checkpoint is pending or running (never while draining).
-  void MaybeFinish(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   const Options options_;
-  storage::MetricsStore* const store_;
+  storage::JobStore* const store_;
   JobEvents events_;
   std::thread reaper_;
 
   mutable absl::Mutex mu_;
   bool leasing_stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<StepKey> pending_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, std::unique_ptr<ActiveJob>> active_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::unique_ptr<LeaseEntry>> leases_ ABSL_GUARDED_BY(mu_);
-  // Leases ended by a cancel, so that their heartbeat can say so (bounded, oldest dropped).
-  std::set<std::string> cancelled_leases_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> cancelled_order_ ABSL_GUARDED_BY(mu_);
+  JobRegistry registry_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::unique_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);  // by ticket
   int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
   // The reaper's next wake-up, and whether something due earlier was added since.

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "analysis/metrics/checkpoint_metrics.h"
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 #include "common/status_macros.h"
 #include "server/jobs/job_request.h"
 #include "server/queries/derived_queries.h"
@@ -151,6 +151,7 @@ absl::StatusOr<pb::QuerySeriesResponse> QuerySeries(storage::MetricsStore& store
         absl::StrCat("max_points must be >= 0, got ", request.max_points()));
   }
   const std::optional<analysis::MetricScope> scope = analysis::ScopeOfMetric(request.metric());
+  if (!scope.has_value()) return UnknownMetricError(request.metric());
   const bool per_hidden_state = scope == analysis::MetricScope::kHiddenState;
   if (per_hidden_state && request.has_head()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -57,7 +57,7 @@ absl::StatusOr<pb::ListAlarmsResponse> ListAlarms(storage::MetricsStore& store,
                                                   const pb::ListAlarmsRequest& request);
 inline constexpr int kMaxAlarmsListed = 10000;
 
-// The metric catalogue (analysis/metrics/metric_catalog.h) and its groups; the same for
+// The metric catalogue (analysis/metric_catalog/metric_catalog.h) and its groups; the same for
 // every namespace, reads nothing.
 pb::ListMetricsResponse ListMetrics(const pb::ListMetricsRequest& request);
 

@@ -4,6 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/metric_catalog/metric_catalog.h"
+#include "common/close_names.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::server::queries {
@@ -13,6 +16,22 @@ absl::Status ValidateStepRange(bool has_from, int64_t from, bool has_to, int64_t
     return absl::InvalidArgumentError(absl::StrCat("from_step ", from, " is after to_step ", to));
   }
   return absl::OkStatus();
+}
+
+absl::Status UnknownMetricError(const std::string& metric) {
+  std::vector<std::string> known;
+  for (const analysis::MetricScope scope :
+       {analysis::MetricScope::kHead, analysis::MetricScope::kHiddenState,
+        analysis::MetricScope::kBlock, analysis::MetricScope::kCheckpoint}) {
+    for (std::string& name : analysis::CatalogNames(scope, analysis::MetricKind::kScalar)) {
+      known.push_back(std::move(name));
+    }
+  }
+  const std::vector<std::string> close = CloseNames(metric, known);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown metric '", metric, "'; ",
+      close.empty() ? "" : absl::StrCat("did you mean '", absl::StrJoin(close, "' or '"), "'? "),
+      "known metrics: ", absl::StrJoin(known, ", "), " ('anisoscope metrics' defines each)"));
 }
 
 absl::Status ValidateHead(int32_t layer, int32_t head) {

@@ -16,6 +16,10 @@
 namespace anisoscope::server::queries {
 
 absl::Status ValidateStepRange(bool has_from, int64_t from, bool has_to, int64_t to);
+// INVALID_ARGUMENT for `metric`, a name the metric catalogue has no scalar of: "unknown
+// metric 'M'; did you mean 'N'? known metrics: ..." (the close names by edit distance, then
+// every scalar's name, from analysis/metric_catalog/metric_catalog.h).
+absl::Status UnknownMetricError(const std::string& metric);
 // Both >= 0.
 absl::Status ValidateHead(int32_t layer, int32_t head);
 // `layer` and `head` (when given) inside run `run`'s shape. A per-hidden-state quantity

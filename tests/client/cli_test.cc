@@ -2,10 +2,15 @@
 #include "client/cli.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "client/job_commands.h"
+#include "common/version.h"
 #include "tests/client/fake_server.h"
 
 namespace anisoscope::client {
@@ -181,6 +186,49 @@ TEST_F(CliTest, SubmitWaitExitsZeroWhenEveryStepDoneOrSkipped) {
             "[2/2] step 100 skipped (already stored)\n");
   EXPECT_EQ(server_.requests().job_ids, std::vector<int64_t>{7});
   EXPECT_EQ(server_.requests().submits[0].checkpoints_dir(), "/home/me/work/ckpts");
+}
+
+TEST_F(CliTest, CtrlCDuringSubmitWaitLeavesTheJobAndSaysHowToWatchOrCancelIt) {
+  server_.replies().job = MakeJob(v1::JOB_STATE_RUNNING, {v1::STEP_STATE_PENDING});
+  server_.replies().watch_hangs = true;
+  std::thread interrupter([this] {
+    // The guard is up once the watch has reached the server.
+    while (server_.requests().job_ids.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    kill(getpid(), SIGINT);
+  });
+  std::vector<std::string> args = kSubmit;
+  args.push_back("--wait");
+  EXPECT_EQ(Run(args), 130);
+  interrupter.join();
+  EXPECT_EQ(out_, "job 7 submitted: 1 checkpoint of run r\n");
+  EXPECT_EQ(err_, "job 7 continues: `anisoscope watch 7`, `anisoscope cancel 7`\n");
+  EXPECT_EQ(server_.requests().job_ids, std::vector<int64_t>{7});  // the watch; no cancel
+}
+
+TEST_F(CliTest, HelpTextsFitAndSayWhatTheirCommandDoes) {
+  EXPECT_EQ(Run({"vectors", "--help"}, false), 0);
+  std::istringstream lines(out_);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(line.size(), 110u) << line;
+  }
+  EXPECT_EQ(Run({"follow", "--help"}, false), 0);
+  EXPECT_NE(out_.find("--until-step N              end after step N is analysed (later steps "
+                      "are ignored)\n"),
+            std::string::npos)
+      << out_;
+  EXPECT_EQ(out_.find("with --follow"), std::string::npos) << out_;
+  EXPECT_EQ(Run({"runs", "--help"}, false), 0);
+  EXPECT_EQ(out_.substr(0, out_.find('\n') + 1), "usage: anisoscope [--server HOST:PORT] runs\n");
+}
+
+TEST_F(CliTest, VersionPrintsTheProjectVersion) {
+  EXPECT_EQ(Run({"--version"}, false), 0);
+  EXPECT_EQ(out_, "anisoscope " + std::string(ProjectVersion()) + " (database schema " +
+                      std::to_string(kDatabaseSchemaVersion) + ")\n");
+  EXPECT_NE(std::string(ProjectVersion()), "unknown");
+  EXPECT_EQ(err_, "");
 }
 
 TEST_F(CliTest, SubmitWaitExitsOneWhenAStepFails) {

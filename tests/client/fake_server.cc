@@ -3,6 +3,9 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include <chrono>
+#include <thread>
+
 namespace anisoscope::client {
 
 class FakeServer::JobService final : public v1::JobService::Service {
@@ -31,18 +34,23 @@ class FakeServer::JobService final : public v1::JobService::Service {
     for (const v1::Job& job : owner_->replies_.jobs) *reply->add_jobs() = job;
     return owner_->replies_.status;
   }
-  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest* request,
+  grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
                         grpc::ServerWriter<v1::JobEvent>* writer) override {
     std::vector<v1::JobEvent> events;
     grpc::Status end;
+    bool hang = false;
     {
       std::lock_guard<std::mutex> lock(owner_->mutex_);
       owner_->requests_.job_ids.push_back(request->id());
       if (!owner_->replies_.status.ok()) return owner_->replies_.status;
       events = owner_->replies_.events;
       end = owner_->replies_.watch_end;
+      hang = owner_->replies_.watch_hangs;
     }
     for (const v1::JobEvent& event : events) writer->Write(event);
+    while (hang && !context->IsCancelled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     return end;
   }
 

@@ -20,6 +20,7 @@ struct FakeReplies {
   std::vector<v1::Job> jobs;         // ListJobs
   std::vector<v1::JobEvent> events;  // WatchJob, then `watch_end`
   grpc::Status watch_end;
+  bool watch_hangs = false;          // WatchJob: after `events`, waits for the client to cancel
   std::vector<v1::Run> runs;         // ListRuns
   v1::QuerySeriesResponse series;    // QuerySeries
   v1::QueryVectorsResponse vectors;  // QueryVectors

@@ -51,7 +51,9 @@ TEST_F(FileGateTest, MissingAndOutsideGetTheSameAnswerNamingOnlyThePathGiven) {
   for (const fs::path& path : {missing, dot_dot, through_link, elsewhere}) {
     const absl::Status status = gate.OpenFile(path).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << path;
-    EXPECT_EQ(status.message(), "'" + path.string() + "' is not a file beneath an allowed root");
+    EXPECT_EQ(status.message(), "'" + path.string() +
+                                    "' is not a file beneath an allowed root: it does not exist "
+                                    "or is outside the server's --allow-root");
   }
 }
 

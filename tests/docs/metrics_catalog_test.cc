@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 #include "gtest/gtest.h"
 
 namespace anisoscope::analysis {
@@ -39,7 +39,7 @@ TEST(MetricsCatalogDocTest, MetricsMdTablesAreTheCatalogues) {
     EXPECT_FALSE(expected.empty()) << "unknown section " << section;
     EXPECT_EQ((*it)[2].str(), expected)
         << "docs/metrics.md's " << section << " table differs from the catalogue "
-        << "(analysis/metrics/metric_catalog.cc); `anisoscope metrics --format markdown "
+        << "(analysis/metric_catalog/metric_catalog.cc); `anisoscope metrics --format markdown "
         << "--section " << section << "` prints it";
   }
   for (const std::string& section : MetricTableSections()) {

@@ -168,6 +168,28 @@ class AlarmsTest(unittest.TestCase):
                   deliveries["anisoscope_alarm_webhook_deliveries_total"]["samples"]}
         self.assertEqual(counts, {"delivered": changes, "failed": 0, "dropped": 0})
 
+        # Re-submitted with --force: every step is stored and checked again, and each alarm
+        # fires again in place: one row per event, as before, with a new revision (pollers see
+        # it); the re-run's watchers are told, the webhook is not told again.
+        last_revision = max(int(a["revision"]) for a in alarms)
+        rerun = self.server.cli("submit", "--run", "collapse", "--checkpoints", out,
+                                "--probe-tokens", probe, "--force", "--wait")
+        self.assertEqual(rerun.returncode, 0, rerun.stderr)
+        self.assertRegex(rerun.stderr,
+                         rf"ALARM \(critical\) at step {first}: attention_entropy_collapse layer")
+        again = self.alarms("collapse")
+        event = lambda a: (a["rule"], a["layer"], int(a["step"]))  # noqa: E731
+        self.assertEqual(len({event(a) for a in again}), len(again), again)
+        self.assertEqual(sorted((event(a), a["id"], a["state"], a.get("resolvedStep"))
+                                for a in again),
+                         sorted((event(a), a["id"], a["state"], a.get("resolvedStep"))
+                                for a in alarms))
+        self.assertTrue(all(int(a["revision"]) > last_revision for a in again), again)
+        table = self.server.cli("alarms", "--run", "collapse", check=True).stdout
+        self.assertEqual(len(table.splitlines()), 1 + len(alarms), table)
+        time.sleep(1)  # a webhook delivery would come from the local queue well within this
+        self.assertEqual(len(self.receiver.bodies), changes)
+
     def test_a_healthy_run_fires_no_default_rule(self):
         out = os.path.join(self.work, "healthy")
         trainer = train(out, 0.003, 40)

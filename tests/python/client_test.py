@@ -16,6 +16,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,14 @@ class PackageTest(unittest.TestCase):
         from anisoscope.v1 import anisoscope_pb2, anisoscope_pb2_grpc
         self.assertTrue(hasattr(anisoscope_pb2_grpc, "QueryServiceStub"))
         self.assertEqual(anisoscope_pb2.DESCRIPTOR.name, "anisoscope/v1/anisoscope.proto")
+
+    def test_the_package_version_is_the_projects(self):
+        with open(os.path.join(SOURCE, "CMakeLists.txt"), encoding="utf-8") as cmake:
+            project = re.search(r"project\(anisoscope VERSION ([0-9.]+)", cmake.read())
+        self.assertIsNotNone(project, "CMakeLists.txt's project() names no VERSION")
+        self.assertEqual(anisoscope.__version__, project.group(1))
+        with open(os.path.join(SOURCE, "python", "pyproject.toml"), encoding="utf-8") as toml:
+            self.assertIn(f'version = "{project.group(1)}"', toml.read())
 
     def test_the_readme_three_lines_give_a_dataframe_of_cosines(self):
         with open(os.path.join(SOURCE, "python", "README.md")) as f:
@@ -343,6 +352,11 @@ class ErrorTest(unittest.TestCase):
         for arguments, message in cases:
             with self.subTest(message), self.assertRaisesRegex(ValueError, message):
                 CLIENT.submit("r", **arguments)
+        # What the CLI refuses (--samples 0, --seq-len 0), with its message.
+        for name in ("samples", "seq_len"):
+            with self.subTest(name), self.assertRaises(ValueError) as caught:
+                CLIENT.submit("r", checkpoints_dir=bin_dir, probe_text=PROBE, **{name: 0})
+            self.assertEqual(str(caught.exception), f"{name}: must be at least 1, got 0")
 
     def test_bad_submit_arguments_get_the_servers_message(self):
         bin_dir = os.path.join(FIXTURE, "bin")
@@ -350,7 +364,9 @@ class ErrorTest(unittest.TestCase):
             (dict(probe_tokens=PROBE), "give either checkpoints_dir or checkpoints"),
             (dict(checkpoints_dir=bin_dir, checkpoints={0: bin_dir}, probe_tokens=PROBE),
              "give either checkpoints_dir or checkpoints"),
-            (dict(checkpoints_dir=bin_dir), "probe is required"),
+            (dict(checkpoints_dir=bin_dir),
+             "probe is required: name a probe file with --probe-text FILE or --probe-tokens "
+             "FILE (Python: probe_text= or probe_tokens=)"),
             (dict(checkpoints_dir=bin_dir, probe_tokens=PROBE, probe_mode="lines"),
              "probe.mode LINES applies only to a TEXT probe"),
             (dict(checkpoints=[(0, bin_dir), (0, bin_dir)], probe_tokens=PROBE),
@@ -507,6 +523,15 @@ class AlarmTest(unittest.TestCase):
     def test_the_always_rule_fires_once_per_layer_at_the_first_step(self):
         frame = CLIENT.alarms("seed0")
         self.assertEqual(list(frame.columns), ALARM_COLUMNS)
+        # python/README.md names every column, in order.
+        with open(os.path.join(SOURCE, "python", "README.md"), encoding="utf-8") as readme:
+            text = readme.read()
+        block = text[text.index("one row each:"):]
+        block = block[:block.index("\n\n")]
+        found = [re.search(rf"\b{name}\b", block) for name in ALARM_COLUMNS]
+        self.assertTrue(all(found), block)
+        starts = [match.start() for match in found]
+        self.assertEqual(starts, sorted(starts), block)
         self.assertEqual([str(t) for t in frame.dtypes], [
             "int64", "object", "object", "object", "object", "object", "int64", "int64",
             "float64", "float64", "object", "Int64", "datetime64[ns, UTC]",

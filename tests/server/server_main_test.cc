@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "common/version.h"
+#include "storage/schema.h"
+
 namespace anisoscope::server {
 namespace {
 
@@ -121,6 +124,125 @@ TEST_F(ServerMainTest, PrintsPortAndExitsZeroOnSigterm) {
   close(child.out);
   close(child.err);
   fs::remove_all(dir);
+}
+
+// A temp folder for one test, removed at its end.
+class ServerMainDirTest : public ServerMainTest {
+ protected:
+  void SetUp() override {
+    ServerMainTest::SetUp();
+    dir_ = fs::temp_directory_path() /
+           ("server_main_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A server on 127.0.0.1:0 (and HTTP on 127.0.0.1:0 with `http`); its gRPC and HTTP ports.
+  Child StartFirst(bool http, int* port, int* http_port) {
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--db", (dir_ / "a.db").string(),
+                                     "--allow-root", dir_.string(), "--log-level", "warn"};
+    if (http) args.insert(args.end(), {"--http-listen", "127.0.0.1:0"});
+    Child child = Spawn(args);
+    const std::string out = ReadUntil(child.out, http ? "dashboard at" : "listening on");
+    *port = std::atoi(out.substr(out.find("127.0.0.1:") + 10).c_str());
+    if (http) {
+      const size_t at = out.find("http://127.0.0.1:");
+      *http_port = at == std::string::npos ? 0 : std::atoi(out.substr(at + 17).c_str());
+    }
+    return child;
+  }
+
+  static void Stop(Child& child) {
+    kill(child.pid, SIGTERM);
+    EXPECT_EQ(WaitExit(child.pid), 0);
+    close(child.out);
+    close(child.err);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ServerMainDirTest, SecondServerOnAUsedPortExitsNonZeroAndTouchesNoDatabase) {
+  int port = 0, http_port = 0;
+  Child first = StartFirst(/*http=*/false, &port, &http_port);
+  ASSERT_GT(port, 0);
+  const fs::path second_db = dir_ / "b" / "b.db";
+  Child second = Spawn({"--listen", "127.0.0.1:" + std::to_string(port), "--db",
+                        second_db.string(), "--allow-root", dir_.string(), "--log-level", "warn"});
+  const std::string err = ReadUntil(second.err);
+  ReadUntil(second.out);
+  EXPECT_EQ(WaitExit(second.pid), 1);
+  EXPECT_EQ(err, "anisoscope-server: cannot start: --listen 127.0.0.1:" + std::to_string(port) +
+                     ": address already in use: is another anisoscope-server running?\n");
+  EXPECT_FALSE(fs::exists(second_db.parent_path()));
+  close(second.out);
+  close(second.err);
+  Stop(first);
+}
+
+TEST_F(ServerMainDirTest, SecondServerOnAUsedHttpPortExitsNonZero) {
+  int port = 0, http_port = 0;
+  Child first = StartFirst(/*http=*/true, &port, &http_port);
+  ASSERT_GT(http_port, 0);
+  Child second =
+      Spawn({"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:" + std::to_string(http_port),
+             "--db", (dir_ / "b.db").string(), "--allow-root", dir_.string(), "--log-level",
+             "warn"});
+  const std::string err = ReadUntil(second.err);
+  ReadUntil(second.out);
+  EXPECT_EQ(WaitExit(second.pid), 1);
+  EXPECT_EQ(err, "anisoscope-server: cannot start: --http-listen 127.0.0.1:" +
+                     std::to_string(http_port) +
+                     ": address already in use: is another anisoscope-server running?\n");
+  close(second.out);
+  close(second.err);
+  Stop(first);
+}
+
+TEST_F(ServerMainDirTest, NewDatabaseUnderAMissingFolderIsSaidOutLoud) {
+  const fs::path db = dir_ / "typo" / "m.db";
+  Child child = Spawn({"--listen", "127.0.0.1:0", "--db", db.string(), "--allow-root",
+                       dir_.string(), "--log-level", "warn"});
+  const std::string out = ReadUntil(child.out, "listening on");
+  ASSERT_NE(out.find("listening on"), std::string::npos);
+  kill(child.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(child.pid), 0);
+  const std::string err = ReadUntil(child.err);
+  EXPECT_NE(err.find("new database " + db.string() + ": its folder " + (dir_ / "typo").string() +
+                     " did not exist and was created (meant an existing database? check --db)"),
+            std::string::npos)
+      << err;
+  close(child.out);
+  close(child.err);
+}
+
+TEST_F(ServerMainTest, VersionNamesTheProjectAndSchemaVersions) {
+  Child child = Spawn({"--version"});
+  const std::string out = ReadUntil(child.out);
+  EXPECT_EQ(WaitExit(child.pid), 0);
+  EXPECT_EQ(out, "anisoscope-server " + std::string(ProjectVersion()) + " (database schema " +
+                     std::to_string(storage::LatestSchemaVersion()) + ")\n");
+  close(child.out);
+  close(child.err);
+  const fs::path worker = ServerBinary().parent_path() / "anisoscope-worker";
+  if (!fs::exists(worker)) GTEST_SKIP() << "anisoscope-worker not built";
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 1);
+    close(pipe_fds[0]);
+    execl(worker.c_str(), worker.c_str(), "--version", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  EXPECT_EQ(ReadUntil(pipe_fds[0]), "anisoscope-worker " + std::string(ProjectVersion()) +
+                                        " (database schema " +
+                                        std::to_string(storage::LatestSchemaVersion()) + ")\n");
+  EXPECT_EQ(WaitExit(pid), 0);
+  close(pipe_fds[0]);
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 #include <fstream>
 #include <map>
 
-#include "analysis/metrics/metric_catalog.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 #include "storage/metrics_store.h"
 #include "tests/server/server_test_util.h"
 
@@ -188,7 +190,7 @@ TEST_F(ServerTest, QueryErrorsMapToStatusCodes) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-// ListMetrics serves the catalogue (analysis/metrics/metric_catalog.h) as it is, and the
+// ListMetrics serves the catalogue (analysis/metric_catalog/metric_catalog.h) as it is, and the
 // groups with their metrics.
 TEST_F(ServerTest, ListMetricsServesTheCatalogue) {
   StartServer();
@@ -610,8 +612,24 @@ TEST_F(ServerTest, AJobComputesOnlyItsMetricGroupsAndAQueryOfAnotherNamesWhatIsS
         << lacking.error_message();
   }
   const grpc::Status typo = query("core-run", "attn_entropi", &core);
-  EXPECT_NE(typo.error_message().find("unknown metric 'attn_entropi'"), std::string::npos)
-      << typo.error_message();
+  EXPECT_EQ(typo.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  std::vector<std::string> known;
+  for (const analysis::MetricScope scope :
+       {analysis::MetricScope::kHead, analysis::MetricScope::kHiddenState,
+        analysis::MetricScope::kBlock, analysis::MetricScope::kCheckpoint}) {
+    for (const std::string& name : analysis::CatalogNames(scope, analysis::MetricKind::kScalar)) {
+      known.push_back(name);
+    }
+  }
+  const std::string listed = absl::StrCat("known metrics: ", absl::StrJoin(known, ", "),
+                                          " ('anisoscope metrics' defines each)");
+  EXPECT_EQ(typo.error_message(),
+            "unknown metric 'attn_entropi'; did you mean 'attn_entropy'? " + listed);
+  const grpc::Status cosine = query("core-run", "qk_mean_cosin", &core);
+  EXPECT_EQ(cosine.error_message(),
+            "unknown metric 'qk_mean_cosin'; did you mean 'qk_mean_cosine'? " + listed);
+  const grpc::Status far = query("core-run", "loss", &core);
+  EXPECT_EQ(far.error_message(), "unknown metric 'loss'; " + listed);
 }
 
 TEST_F(ServerTest, UnknownJobIsNotFound) {
@@ -656,7 +674,7 @@ TEST_F(ServerTest, RestartResumesUnfinishedJob) {
       spec.checkpoints.push_back(
           {step, fs::canonical(dir / ("step_" + std::to_string(step))).string()});
     }
-    auto created = (*store)->CreateJob(spec);
+    auto created = (*store)->CreateJob(spec, "");
     ASSERT_TRUE(created.ok()) << created.status();
     id = *created;
     ASSERT_TRUE((*store)->SetJobState(id, storage::JobState::kRunning, "").ok());

@@ -2,8 +2,10 @@
 // through MetricsStore over a real SQLite file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -131,17 +133,98 @@ TEST_F(AlarmTableTest, ResolvingBumpsTheRevision) {
   EXPECT_EQ(resolved[0].fired_at, fired[0].fired_at);
   EXPECT_GT(resolved[0].revision, fired[1].revision);
 
-  auto firing = store_->FiringAlarms(kDefaultNamespace, "r", "p");
+  // Open at step 13: only the firing one (the resolved one's span is 10..12).
+  auto firing = store_->AlarmsOpenAt(kDefaultNamespace, "r", "p", 13);
   ASSERT_OK(firing.status());
   ASSERT_EQ(firing->size(), 1u);
   EXPECT_EQ((*firing)[0].id, fired[1].id);
 
-  // Resolving it again changes nothing and returns nothing.
-  EXPECT_TRUE(Record({}, {Resolution(fired[0], 20)}).empty());
+  // Resolving it again at the same step changes nothing and returns nothing.
+  EXPECT_TRUE(Record({}, {Resolution(fired[0], 12)}).empty());
   const AlarmList list = List({kDefaultNamespace, "", false});
   ASSERT_EQ(list.alarms.size(), 1u);
   EXPECT_EQ(list.alarms[0].resolved_step, 12);
   EXPECT_EQ(list.alarms[0].revision, resolved[0].revision);
+}
+
+TEST_F(AlarmTableTest, ResolutionMovesOrReopensWithANewRevision) {
+  StoreRun("r");
+  const std::vector<AlarmRecord> fired = Record({Fired("r", "a", 0, 10)});
+  ASSERT_EQ(fired.size(), 1u);
+  const std::vector<AlarmRecord> at14 = Record({}, {Resolution(fired[0], 14)});
+  ASSERT_EQ(at14.size(), 1u);
+
+  const std::vector<AlarmRecord> at12 = Record({}, {Resolution(fired[0], 12)});
+  ASSERT_EQ(at12.size(), 1u);
+  EXPECT_EQ(at12[0].resolved_step, 12);
+  EXPECT_GT(at12[0].revision, at14[0].revision);
+
+  AlarmRecord reopen = fired[0];
+  reopen.resolved_step.reset();
+  const std::vector<AlarmRecord> reopened = Record({}, {reopen});
+  ASSERT_EQ(reopened.size(), 1u);
+  EXPECT_FALSE(reopened[0].resolved_step.has_value());
+  EXPECT_EQ(reopened[0].resolved_at, "");
+  EXPECT_GT(reopened[0].revision, at12[0].revision);
+  EXPECT_TRUE(Record({}, {reopen}).empty());  // already firing
+  EXPECT_EQ(List({kDefaultNamespace, "r", true}).alarms.size(), 1u);
+}
+
+TEST_F(AlarmTableTest, FiringTheSameEventAgainUpdatesItInPlace) {
+  StoreRun("r");
+  const std::vector<AlarmRecord> first = Record({Fired("r", "a", 0, 10)});
+  ASSERT_EQ(first.size(), 1u);
+  const std::vector<AlarmRecord> resolved = Record({}, {Resolution(first[0], 20)});
+  ASSERT_EQ(resolved.size(), 1u);
+
+  // The same (run, probe, rule, layer, step), recomputed: one row, new values and revision,
+  // the same id, fired_at and resolution.
+  AlarmRecord again = Fired("r", "a", 0, 10);
+  again.value = 0.125;
+  again.summary = "min attn_entropy is 0.125";
+  const std::vector<AlarmRecord> refired = Record({again});
+  ASSERT_EQ(refired.size(), 1u);
+  EXPECT_EQ(refired[0].id, first[0].id);
+  EXPECT_EQ(refired[0].value, 0.125);
+  EXPECT_EQ(refired[0].summary, "min attn_entropy is 0.125");
+  EXPECT_EQ(refired[0].fired_at, first[0].fired_at);
+  EXPECT_EQ(refired[0].resolved_step, 20);
+  EXPECT_EQ(refired[0].resolved_at, resolved[0].resolved_at);
+  EXPECT_GT(refired[0].revision, resolved[0].revision);
+  EXPECT_EQ(RawCount(path_, "SELECT COUNT(*) FROM alarms"), 1);
+  // Pollers see it again.
+  EXPECT_EQ(Ids(List({kDefaultNamespace, "r", std::nullopt, resolved[0].revision})),
+            (std::vector<int64_t>{first[0].id}));
+
+  // Another layer, step, rule or probe is another event.
+  StoreRun("r", kDefaultNamespace, 1, "q");
+  EXPECT_EQ(Record({Fired("r", "a", 1, 10), Fired("r", "a", 0, 11), Fired("r", "b", 0, 10),
+                    Fired("r", "a", 0, 10, kDefaultNamespace, "q")})
+                .size(),
+            4u);
+  EXPECT_EQ(RawCount(path_, "SELECT COUNT(*) FROM alarms"), 5);
+}
+
+TEST_F(AlarmTableTest, AlarmsOpenAtHoldsFiringAndResolvedAroundTheStep) {
+  StoreRun("r");
+  const std::vector<AlarmRecord> fired =
+      Record({Fired("r", "a", 0, 10), Fired("r", "a", 1, 10), Fired("r", "a", 2, 30)});
+  ASSERT_EQ(fired.size(), 3u);
+  Record({}, {Resolution(fired[0], 20)});  // layer 0: 10..20; layer 1 firing since 10
+  const auto open_ids = [&](int64_t step) {
+    std::vector<int64_t> ids;
+    auto open = store_->AlarmsOpenAt(kDefaultNamespace, "r", "p", step);
+    EXPECT_TRUE(open.ok()) << open.status();
+    if (open.ok()) {
+      for (const AlarmRecord& alarm : *open) ids.push_back(alarm.id);
+      std::sort(ids.begin(), ids.end());
+    }
+    return ids;
+  };
+  EXPECT_EQ(open_ids(9), (std::vector<int64_t>{fired[1].id, fired[2].id}));
+  EXPECT_EQ(open_ids(10), (std::vector<int64_t>{fired[0].id, fired[1].id, fired[2].id}));
+  EXPECT_EQ(open_ids(20), (std::vector<int64_t>{fired[0].id, fired[1].id, fired[2].id}));
+  EXPECT_EQ(open_ids(21), (std::vector<int64_t>{fired[1].id, fired[2].id}));
 }
 
 TEST_F(AlarmTableTest, FiredAndResolvedInOneCallAreReturnedByRevision) {
@@ -167,19 +250,19 @@ TEST_F(AlarmTableTest, AlarmOfUnknownRunIsNotFoundAndNothingIsStored) {
   EXPECT_EQ(RawCount(path_, "SELECT COUNT(*) FROM alarms"), 0);
 }
 
-TEST_F(AlarmTableTest, FiringAlarmsFiltersByRunAndProbe) {
+TEST_F(AlarmTableTest, AlarmsOpenAtFiltersByRunAndProbe) {
   StoreRun("r");
   StoreRun("r", kDefaultNamespace, 1, "q");
   StoreRun("s");
   Record({Fired("r", "a", 0, 10), Fired("r", "a", 0, 10, kDefaultNamespace, "q"),
           Fired("s", "a", 0, 10)});
-  auto firing = store_->FiringAlarms(kDefaultNamespace, "r", "p");
+  auto firing = store_->AlarmsOpenAt(kDefaultNamespace, "r", "p", 10);
   ASSERT_OK(firing.status());
   ASSERT_EQ(firing->size(), 1u);
   EXPECT_EQ((*firing)[0].probe_id, "p");
   EXPECT_EQ((*firing)[0].run, "r");
 
-  auto unknown = store_->FiringAlarms(kDefaultNamespace, "ghost", "p");
+  auto unknown = store_->AlarmsOpenAt(kDefaultNamespace, "ghost", "p", 10);
   ASSERT_OK(unknown.status());
   EXPECT_TRUE(unknown->empty());
 }
@@ -251,7 +334,7 @@ TEST_F(AlarmTableTest, NamespacesSeparateRunsOfTheSameName) {
   EXPECT_EQ(team.alarms[0].ns, "team");
   EXPECT_TRUE(List({"other"}).alarms.empty());
 
-  auto firing = store_->FiringAlarms("team", "r", "p");
+  auto firing = store_->AlarmsOpenAt("team", "r", "p", 10);
   ASSERT_OK(firing.status());
   ASSERT_EQ(firing->size(), 1u);
   EXPECT_EQ((*firing)[0].id, fired[1].id);

@@ -12,6 +12,7 @@ namespace anisoscope::storage {
 namespace {
 
 using testing::RawCount;
+using testing::RawExec;
 using testing::TempDir;
 
 JobSpec MakeSpec(const std::string& run) {
@@ -64,7 +65,7 @@ TEST(JobSpecJsonTest, MetricGroupsRoundTripAndAnOlderSpecMeansAll) {
 }
 
 TEST_F(JobsTest, CreatedJobIsQueuedWithPendingCheckpoints) {
-  auto id = store_->CreateJob(MakeSpec("r"));
+  auto id = store_->CreateJob(MakeSpec("r"), "");
   ASSERT_OK(id.status());
   auto job = store_->GetJob(*id);
   ASSERT_OK(job.status());
@@ -82,6 +83,28 @@ TEST_F(JobsTest, CreatedJobIsQueuedWithPendingCheckpoints) {
   EXPECT_EQ(job->created_at, job->updated_at);
 }
 
+TEST_F(JobsTest, ProbeIsStoredWithTheJobAndAnOlderJobHasNone) {
+  const std::string probe("\x0a\x00\xff" "bytes", 8);  // binary, with a NUL
+  auto id = store_->CreateJob(MakeSpec("r"), probe);
+  ASSERT_OK(id.status());
+  auto stored = store_->JobProbe(*id);
+  ASSERT_OK(stored.status());
+  ASSERT_TRUE(stored->has_value());
+  EXPECT_EQ(**stored, probe);
+  EXPECT_EQ(store_->JobProbe(*id + 1).status().code(), absl::StatusCode::kNotFound);
+  // None given: none stored.
+  auto without = store_->CreateJob(MakeSpec("s"), "");
+  ASSERT_OK(without.status());
+  stored = store_->JobProbe(*without);
+  ASSERT_OK(stored.status());
+  EXPECT_FALSE(stored->has_value());
+  // A job stored before schema 8 has no row in job_probes.
+  RawExec(path_, "DELETE FROM job_probes");
+  stored = store_->JobProbe(*id);
+  ASSERT_OK(stored.status());
+  EXPECT_FALSE(stored->has_value());
+}
+
 TEST_F(JobsTest, UnknownJobIsNotFound) {
   auto job = store_->GetJob(42);
   EXPECT_EQ(job.status().code(), absl::StatusCode::kNotFound);
@@ -94,13 +117,13 @@ TEST_F(JobsTest, UnknownJobIsNotFound) {
 TEST_F(JobsTest, StepListedTwiceIsRejectedAndNothingIsStored) {
   JobSpec spec = MakeSpec("r");
   spec.checkpoints.push_back(spec.checkpoints[0]);
-  EXPECT_EQ(store_->CreateJob(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->CreateJob(spec, "").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RawCount(path_, "SELECT COUNT(*) FROM jobs"), 0);
   EXPECT_EQ(RawCount(path_, "SELECT COUNT(*) FROM checkpoints"), 0);
 }
 
 TEST_F(JobsTest, LifecycleUpdatesStatesAndBumpsUpdatedAt) {
-  auto id = store_->CreateJob(MakeSpec("r"));
+  auto id = store_->CreateJob(MakeSpec("r"), "");
   ASSERT_OK(id.status());
   const std::string created = store_->GetJob(*id)->updated_at;
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -145,7 +168,7 @@ TEST_F(JobsTest, LifecycleUpdatesStatesAndBumpsUpdatedAt) {
 TEST_F(JobsTest, ListJobsIsMostRecentFirstAndUnfinishedOldestFirst) {
   std::vector<int64_t> ids;
   for (const char* run : {"a", "b", "c", "d"}) {
-    auto id = store_->CreateJob(MakeSpec(run));
+    auto id = store_->CreateJob(MakeSpec(run), "");
     ASSERT_OK(id.status());
     ids.push_back(*id);
   }
@@ -171,7 +194,7 @@ TEST_F(JobsTest, ListJobsIsMostRecentFirstAndUnfinishedOldestFirst) {
 TEST_F(JobsTest, ListJobsFiltersByRunInTheQuery) {
   std::vector<int64_t> ids;
   for (const char* run : {"a", "b", "a", "a"}) {
-    auto id = store_->CreateJob(MakeSpec(run));
+    auto id = store_->CreateJob(MakeSpec(run), "");
     ASSERT_OK(id.status());
     ids.push_back(*id);
   }
@@ -186,7 +209,7 @@ TEST_F(JobsTest, ListJobsFiltersByRunInTheQuery) {
 }
 
 TEST_F(JobsTest, JobsSurviveAReopen) {
-  auto id = store_->CreateJob(MakeSpec("r"));
+  auto id = store_->CreateJob(MakeSpec("r"), "");
   ASSERT_OK(id.status());
   store_.reset();
   auto reopened = MetricsStore::Open({path_});

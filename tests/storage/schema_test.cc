@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/version.h"
 #include "storage/backup.h"
 #include "storage/metrics_store.h"
 #include "storage/sqlite_db.h"
@@ -23,6 +24,8 @@ TEST(SchemaTest, OpenMigratesAnEmptyFileToTheLatestVersion) {
   auto store = MetricsStore::Open({path});
   ASSERT_OK(store.status());
   EXPECT_GE(LatestSchemaVersion(), 2);
+  // The number every binary's --version prints (common/version.h) is this build's schema.
+  EXPECT_EQ(LatestSchemaVersion(), kDatabaseSchemaVersion);
   EXPECT_EQ(RawCount(path, "PRAGMA user_version"), LatestSchemaVersion());
   for (const char* table :
        {"runs", "probes", "steps", "metrics", "series", "vectors", "jobs", "checkpoints"}) {
@@ -67,7 +70,7 @@ TEST(SchemaTest, OldVersionIsMigratedForwardKeepingItsRows) {
   ASSERT_OK(store.status());
   EXPECT_EQ(RawCount(path, "PRAGMA user_version"), LatestSchemaVersion());
   EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM metrics WHERE name = 'old_metric'"), 1);
-  EXPECT_OK((*store)->CreateJob({"r"}).status());
+  EXPECT_OK((*store)->CreateJob({"r"}, "").status());
 }
 
 TEST(SchemaTest, NewerVersionIsRefusedWithAClearMessage) {
@@ -276,6 +279,83 @@ INSERT INTO tokens (name, namespace, role, sha256, created_at)
   EXPECT_EQ((*store)->ListRuns("nlp")->at(0).probes[0].description, "renamed in nlp");
 }
 
+// Version 9: the duplicate alarms that --force re-runs stored before fold into one per event
+// (run, probe, rule, layer, step fired): the most recently changed row survives with the
+// resolution recorded last among its copies and a new revision; other events stay as they are.
+TEST(SchemaTest, VersionEightDuplicateAlarmsFoldIntoOnePerEvent) {
+  TempDir dir;
+  const std::string path = dir.File("metrics.db");
+  {
+    auto db = SqliteDb::Open({path});
+    ASSERT_OK(db.status());
+    ASSERT_OK(MigrateSchema(db->get(), 8));
+    // Layer 0: fired at 400 and resolved at 800 by the first run and again by a --force
+    // re-run (the chart read "layers 0, 0 · resolved at 800, 800"). Layer 1: resolved at 800,
+    // then a re-run that stopped while its copy was firing. Layer 2: three copies, the last
+    // resolution recorded at 600. Layer 3: one alarm.
+    ASSERT_OK((*db)->Exec(R"sql(
+INSERT INTO runs VALUES (1, 'default', 'r', 'gpt_neox', 4, 1, 2, 'x');
+INSERT INTO alarms (id, run_id, probe_id, rule, metric, layer, step, value, reference, severity,
+                    summary, fired_at, resolved_step, resolved_at, revision) VALUES
+  (1, 1, 'p', 'c', 'm', 0, 400, 0.4, 0.5, 'critical', 'first', 'f1', 800, 'r1', 1),
+  (2, 1, 'p', 'c', 'm', 1, 400, 0.4, 0.5, 'critical', 'first', 'f1', 800, 'r1', 3),
+  (3, 1, 'p', 'c', 'm', 2, 400, 0.4, 0.5, 'critical', 'first', 'f1', 800, 'r1', 4),
+  (4, 1, 'p', 'c', 'm', 3, 400, 0.4, 0.5, 'critical', 'single', 'f1', NULL, '', 5),
+  (5, 1, 'p', 'c', 'm', 0, 400, 0.3, 0.5, 'critical', 'again', 'f2', 800, 'r2', 7),
+  (6, 1, 'p', 'c', 'm', 1, 400, 0.3, 0.5, 'critical', 'again', 'f2', NULL, '', 8),
+  (7, 1, 'p', 'c', 'm', 2, 400, 0.3, 0.5, 'critical', 'again', 'f2', 600, 'r2', 9),
+  (8, 1, 'p', 'c', 'm', 2, 400, 0.2, 0.5, 'critical', 'third', 'f3', NULL, '', 10);
+)sql"));
+  }
+  auto store = MetricsStore::Open({path});
+  ASSERT_OK(store.status());
+  EXPECT_EQ(RawCount(path, "PRAGMA user_version"), LatestSchemaVersion());
+  auto list = (*store)->ListAlarms({kDefaultNamespace, "r"});
+  ASSERT_OK(list.status());
+  ASSERT_EQ(list->alarms.size(), 4u);
+  // By revision: the untouched single alarm first, then the survivors with new revisions.
+  const std::vector<AlarmRecord>& alarms = list->alarms;
+  EXPECT_EQ(alarms[0].id, 4);
+  EXPECT_EQ(alarms[0].revision, 5);
+  EXPECT_FALSE(alarms[0].resolved_step.has_value());
+  const auto survivor = [&](int layer) {
+    for (const AlarmRecord& alarm : alarms) {
+      if (alarm.layer == layer) return alarm;
+    }
+    return AlarmRecord{};
+  };
+  EXPECT_EQ(survivor(0).id, 5);
+  EXPECT_EQ(survivor(0).summary, "again");
+  EXPECT_EQ(survivor(0).resolved_step, 800);
+  EXPECT_EQ(survivor(0).resolved_at, "r2");
+  EXPECT_EQ(survivor(1).id, 6);  // the re-run's copy, with the first run's resolution
+  EXPECT_EQ(survivor(1).resolved_step, 800);
+  EXPECT_EQ(survivor(1).resolved_at, "r1");
+  EXPECT_EQ(survivor(2).id, 8);  // the latest copy, with the resolution recorded last
+  EXPECT_EQ(survivor(2).summary, "third");
+  EXPECT_EQ(survivor(2).resolved_step, 600);
+  for (int layer = 0; layer < 3; ++layer) EXPECT_GT(survivor(layer).revision, 10) << layer;
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(DISTINCT revision) FROM alarms"), 4);
+
+  // The event is unique now: firing it again updates the survivor in place.
+  AlarmRecord again = survivor(0);
+  again.id = 0;
+  again.value = 0.25;
+  auto changed = (*store)->RecordAlarms({again}, {});
+  ASSERT_OK(changed.status());
+  ASSERT_EQ(changed->size(), 1u);
+  EXPECT_EQ((*changed)[0].id, 5);
+  EXPECT_EQ((*changed)[0].value, 0.25);
+  EXPECT_EQ(RawCount(path, "SELECT COUNT(*) FROM alarms"), 4);
+  auto db = SqliteDb::Open({path});
+  ASSERT_OK(db.status());
+  const absl::Status duplicate =
+      (*db)->Exec("INSERT INTO alarms (run_id, probe_id, rule, metric, layer, step, severity, "
+                  "summary, fired_at, revision) VALUES (1, 'p', 'c', 'm', 3, 400, 'critical', "
+                  "'s', 'f', 99)");
+  EXPECT_FALSE(duplicate.ok());
+}
+
 // '*' (every namespace) is a worker token's alone.
 TEST(SchemaTest, OnlyAWorkerTokenMayServeEveryNamespace) {
   TempDir dir;
@@ -343,6 +423,30 @@ TEST(BackupTest, ADamagedFileIsRefusedAtOpen) {
   EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
   EXPECT_NE(store.status().message().find("restore it from a backup"), absl::string_view::npos)
       << store.status();
+}
+
+TEST(BackupTest, AFileThatWasNeverSqliteIsNamedSoNotDamaged) {
+  TempDir dir;
+  const std::string path = dir.File("notes.txt");
+  std::ofstream(path) << "experiment notes, not a database\n";
+  auto store = MetricsStore::Open({path});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.status().message(),
+            "database " + path +
+                " is not a SQLite database (it does not start with SQLite's header): check --db, "
+                "which names the server's database file (a new path starts an empty one)");
+  std::ifstream file(path);
+  std::string content;
+  std::getline(file, content);
+  EXPECT_EQ(content, "experiment notes, not a database");  // left as it was
+}
+
+TEST(BackupTest, AnEmptyFileIsANewDatabase) {
+  TempDir dir;
+  const std::string path = dir.File("empty.db");
+  std::ofstream(path).flush();
+  EXPECT_OK(MetricsStore::Open({path}).status());
 }
 
 }  // namespace

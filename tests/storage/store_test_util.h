@@ -96,6 +96,17 @@ inline int64_t RawCount(const std::string& path, const std::string& sql) {
   return value;
 }
 
+// Runs `sql` (no result) on a separate raw connection to `path`.
+inline void RawExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error != nullptr ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
 // A store on a fresh database file in a per-test directory.
 class StoreTest : public ::testing::Test {
  protected:

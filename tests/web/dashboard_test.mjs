@@ -5,7 +5,9 @@
 // HTTP API (series, vectors, token clouds, correlations, isotropic baselines), a tooltip,
 // the CSV download, the controls of the new views and the alarm markers (the server's one
 // rule always fires: one alarm per layer at the first step); then stores step 400 and checks
-// that polling picks it up without a reload. Screenshots of every view go to
+// that polling picks it up without a reload. Last, on a second server, a run with Pythia's 154
+// step names: the log step axis, its labels, the cosine range, the per-chart choices and the
+// alarm markers (step_axis_checks.mjs). Screenshots of every view go to
 // $ANISOSCOPE_SCREENSHOTS. The server runs with tokens (--auth tokens): the CLI uses a
 // writer's, and the page asks for a reader's once (a prompt) and keeps it across polls.
 // Exit 0 pass, 1 fail, 77 skip (no chromium/playwright-core).
@@ -16,6 +18,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { checkPythiaSteps } from './step_axis_checks.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CHROMIUM = '/usr/bin/chromium';
@@ -64,7 +68,7 @@ check(fs.existsSync(path.join(webDir, 'index.html')),
 
 const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'anisoscope-browser-'));
 const DB = path.join(temp, 'test.db');
-let server = null;
+const servers = [];  // every server started, stopped at the end
 let browser = null;
 
 // A new token of `role`, made on the "host" as an admin would.
@@ -80,13 +84,15 @@ fs.writeFileSync(RULES, '[[rule]]\nname = "always"\nmetric = "attn_entropy"\nove
 const WRITER = makeToken('browser-test-cli', 'writer');
 const READER = makeToken('browser-test-page', 'reader');
 
-// Starts the server; resolves {grpc, url} from its "listening on" / "dashboard at" lines.
-function startServer() {
-  server = spawn(path.join(BIN, 'anisoscope-server'), [
-    '--db', DB, '--allow-root', fixture, '--listen', '127.0.0.1:0', '--auth', 'tokens',
+// Starts a server (by default the test's: its database, tokens and rule); resolves {grpc,
+// url} from its "listening on" / "dashboard at" lines.
+function startServer({ db = DB, roots = [fixture], auth = 'tokens', rules = RULES } = {}) {
+  const server = spawn(path.join(BIN, 'anisoscope-server'), [
+    '--db', db, ...roots.flatMap((r) => ['--allow-root', r]), '--listen', '127.0.0.1:0', '--auth', auth,
     '--http-listen', '127.0.0.1:0', '--workers', '1', '--threads', '2', '--log-level', 'warn',
-    '--alarm-rules', RULES,
+    '--alarm-rules', rules,
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  servers.push(server);
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${output}`)), 30000);
@@ -472,13 +478,16 @@ async function main() {
     return [20000, 143000, 999999, 1000000, 1500000].map(shortStep);
   });
   check(steps.join(' ') === '20k 143k 1M 1M 1.5M', `readable steps: ${steps.join(' ')}`);
+
+  const shot = await checkPythiaSteps({ page, startServer, cli, temp, fixture, shots: SHOTS, log, check });
+  log(`Pythia's steps on a log axis: screenshot ${shot}`);
   check(!problems.length, `the page logged errors:\n${problems.join('\n')}`);
   log(`PASS (screenshots in ${SHOTS})`);
 }
 
 async function cleanup() {
   if (browser) await browser.close().catch(() => {});
-  if (server && server.exitCode === null) {
+  for (const server of servers.filter((s) => s.exitCode === null)) {
     server.kill('SIGTERM');
     const killer = setTimeout(() => server.kill('SIGKILL'), 5000);
     await new Promise((resolve) => server.once('exit', resolve));

@@ -1,7 +1,7 @@
 // ECharts helpers shared by the views: the library import, colours (one per head, the same
-// in every panel; one per layer along a sequential scale), step axes, the small-multiples
-// layout (one panel per layer), dashed reference lines, alarm markers and equal-scale plane
-// axes.
+// in every panel; one per layer along a sequential scale), the small-multiples layout (one
+// panel per layer), dashed reference lines, alarm markers and equal-scale plane axes. The
+// step axis and value ranges of charts across steps are in step_axis.js.
 
 import * as echarts from '../vendor/echarts.esm.min.js';
 import { shortStep, shortValue } from './format.js';
@@ -65,23 +65,6 @@ export function baseOption() {
   };
 }
 
-export function stepAxis(extra = {}) {
-  return {
-    type: 'value',
-    name: 'training step',
-    nameLocation: 'middle',
-    nameGap: 24,
-    nameTextStyle: { color: MUTED, fontSize: 11 },
-    min: 'dataMin',
-    max: 'dataMax',
-    minInterval: 1,
-    axisLabel: { formatter: (v) => shortStep(v), color: MUTED, fontSize: 10, hideOverlap: true },
-    axisLine: { onZero: false, lineStyle: { color: '#9aa5b1' } },
-    splitLine: { show: false },
-    ...extra,
-  };
-}
-
 export function valueAxis(extra = {}) {
   return {
     type: 'value',
@@ -119,26 +102,26 @@ export function panelLayout({
 
 const REFERENCE = '#52606d';
 
-// A labelled dashed horizontal line at y = `value` from step `from` to step `to` (the
-// isotropic baseline, a threshold): a series of its own, so that the value axis keeps it
-// in view whatever the data; silent, and left out of tooltips.
+// A dashed horizontal line at y = `value` from x `from` to x `to` (the isotropic baseline, a
+// threshold), named by `label` in the legend rather than on the plot, where a label would
+// cover the curves: a series of its own, so that the value axis keeps it in view whatever
+// the data; silent, and left out of tooltips.
 function referenceLine({ value, label, from, to, axis = 0, color = REFERENCE }) {
   return {
     type: 'line', name: label, xAxisIndex: axis, yAxisIndex: axis,
     data: [[from, value], [to, value]], z: 1, silent: true, symbol: 'none', color,
     lineStyle: { type: 'dashed', width: 1.3, color }, tooltip: { show: false },
-    emphasis: { disabled: true },
-    endLabel: { show: true, formatter: label, color, fontSize: 10, align: 'right', offset: [-4, -10] },
+    emphasis: { disabled: true }, legendIcon: 'path://M0,4h5v2h-5zM7.5,4h5v2h-5zM15,4h5v2h-5z',
   };
 }
 
-// Appends to `series` (line series on step axes, data items {value: [step, value]}) the
+// Appends to `series` (line series on step axes, data items {value: [x, value]}) the
 // reference lines of each of the `panels` panels, refs(i) = [{value, label}], across the
-// steps the panel's series span. Returns the lines drawn, by panel; the series appended
-// come after every series given, so that tooltip formatters can tell them apart.
+// x the panel's series span. Returns the lines drawn, by panel; the series appended come
+// after every series given, so that tooltip formatters can tell them apart.
 export function addReferenceLines(series, panels, refs) {
   return [...Array(panels).keys()].map((i) => {
-    const steps = series.filter((s) => s.xAxisIndex === i).flatMap((s) => s.data.map((d) => d.value[0]));
+    const steps = series.filter((s) => (s.xAxisIndex || 0) === i).flatMap((s) => s.data.map((d) => d.value[0]));
     if (!steps.length) return [];
     const [from, to] = [steps.reduce((a, b) => Math.min(a, b)), steps.reduce((a, b) => Math.max(a, b))];
     const lines = refs(i);
@@ -147,8 +130,11 @@ export function addReferenceLines(series, panels, refs) {
   });
 }
 
-const ALARM_COLORS = { critical: '#c53030', warning: '#b7791f' };
-const RESOLVED_COLOR = '#9aa5b1';
+// Lines and flags, then the (darker) label text, by severity; grey once resolved.
+const ALARM_COLORS = { critical: '#c53030', warning: '#d69e2e' };
+const ALARM_TEXT = { critical: '#9b2c2c', warning: '#8d5a0b' };
+const RESOLVED_COLOR = '#7b8794';
+const RESOLVED_TEXT = '#3e4c59';
 
 // One marker per step and rule of `alarms` (the API's JSON; a rule firing on several layers
 // at one step is one marker naming them): [{step, stepText, rule, layers, state, label}].
@@ -175,33 +161,67 @@ export function alarmMarkers(alarms) {
   });
 }
 
-// Appends to `series` one silent series per panel holding a vertical line at each step
-// where an alarm of alarmsOf(i) fired, labelled by its rule: red (critical) or amber
-// (warning) while firing, grey once resolved. Returns the markers drawn, by panel; as with
+// Appends to `series` one silent series per panel marking each step where an alarm of
+// alarmsOf(i) fired: a vertical line through the panel and, at its top, a flag with the
+// rule's label on a white ground, inside the plot (on the line's right, or its left in the
+// right part of the panel). Red (critical) or amber (warning) while firing, grey once
+// resolved; the legend's swatch is red or amber only while one is firing. `axes[i]` places
+// panel i: {x(step): the data's x, xMin, xMax, yMax: the top of its value axis (none: a log
+// axis, lines only), width: its pixels}. Returns the markers drawn, by panel; as with
 // reference lines, the series come after every series given.
-export function addAlarmMarkers(series, panels, alarmsOf) {
-  return [...Array(panels).keys()].map((i) => {
-    const markers = alarmMarkers(alarmsOf(i));
-    if (!markers.length) return [];
+export function addAlarmMarkers(series, panels, alarmsOf, axes) {
+  const byPanel = [...Array(panels).keys()].map((i) => alarmMarkers(alarmsOf(i)));
+  const all = byPanel.flat();
+  const firing = all.filter((m) => m.state === 'firing');
+  const swatch = !firing.length ? RESOLVED_COLOR
+    : ALARM_COLORS[firing.some((m) => m.severity === 'critical') ? 'critical' : 'warning'];
+  byPanel.forEach((markers, i) => {
+    if (!markers.length) return;
+    const { x, xMin, xMax, yMax, width } = axes[i];
+    const colors = (m) => (m.state === 'firing'
+      ? [ALARM_COLORS[m.severity] || ALARM_COLORS.warning, ALARM_TEXT[m.severity] || ALARM_TEXT.warning]
+      : [RESOLVED_COLOR, RESOLVED_TEXT]);
+    // Labels in rows from the top, firing ones first, each in the first row where it covers
+    // no other label.
+    const span = (xMax - xMin) || 1;
+    const room = Math.max(12, Math.floor((width * 0.6) / 6.6));  // characters that fit
+    const rows = [];
+    const order = (m) => (m.state === 'firing' ? (m.severity === 'critical' ? 0 : 1) : 2);
+    const flags = [...markers].sort((a, b) => order(a) - order(b) || a.step - b.step).map((m) => {
+      const at = ((x(m.step) - xMin) / span) * width;
+      const right = at < width * 0.6;
+      const text = m.label.length > room ? `${m.label.slice(0, room - 1)}…` : m.label;
+      const size = text.length * 6.6 + 14;
+      const [from, to] = right ? [at, at + size] : [at - size, at];
+      let row = rows.findIndex((taken) => taken.every(([a, b]) => to + 4 < a || from > b + 4));
+      if (row < 0) row = rows.push([]) - 1;
+      rows[row].push([from, to]);
+      return { m, right, text, row };
+    });
     series.push({
-      type: 'line', name: 'alarms', xAxisIndex: i, yAxisIndex: i, data: [], silent: true,
-      color: ALARM_COLORS.critical,  // the legend's swatch
-      tooltip: { show: false },
+      type: 'scatter', name: 'alarms', xAxisIndex: i, yAxisIndex: i, color: swatch, silent: true, z: 6,
+      tooltip: { show: false }, symbol: 'triangle', symbolRotate: 180, symbolSize: 9, symbolOffset: [0, 5],
+      data: yMax === undefined ? [] : flags.map(({ m, right, text, row }) => {
+        const [line, ink] = colors(m);
+        return {
+          value: [x(m.step), yMax], itemStyle: { color: line },
+          label: {
+            show: true, formatter: text, position: right ? 'right' : 'left', offset: [0, 9 + row * 19],
+            color: ink, fontSize: 11, fontWeight: 600, backgroundColor: 'rgba(255,255,255,0.92)',
+            padding: [2, 4], borderRadius: 3, borderColor: line, borderWidth: 0.8,
+          },
+        };
+      }),
       markLine: {
-        silent: true, symbol: ['none', 'none'], animation: false,
-        data: markers.map((m) => {
-          const color = m.state === 'firing' ? ALARM_COLORS[m.severity] || ALARM_COLORS.warning : RESOLVED_COLOR;
-          return {
-            xAxis: m.step, name: m.rule, stepText: m.stepText,
-            lineStyle: { color, width: 1.5, type: m.state === 'firing' ? 'solid' : 'dotted' },
-            // Along the line on its right-hand side: clear of the value axis at the first step.
-            label: { formatter: m.label, color, position: 'insideEndBottom', fontSize: 10 },
-          };
-        }),
+        silent: true, symbol: ['none', 'none'], animation: false, label: { show: false },
+        data: markers.map((m) => ({
+          xAxis: x(m.step), name: m.rule, stepText: m.stepText,
+          lineStyle: { color: colors(m)[0], width: 1.8, type: m.state === 'firing' ? 'solid' : [4, 3] },
+        })),
       },
     });
-    return markers;
   });
+  return byPanel;
 }
 
 // The alarm markers of a chart as its option holds them, for tests: [{panel, step, rule}].

@@ -76,6 +76,23 @@ export function baselineReference({ dimension, cosineP95 }) {
   return { value: cosineP95, label: `isotropic p95 (d=${dimension})` };
 }
 
+// {min, max} of a metric's values from its catalogue unit, which states its range ("[-1, 1]",
+// "nats, [0, ln n]", "≥ 0", "(0, 1]"): the bounds that are numbers; {} when it names none.
+function unitRange(unit) {
+  const text = String(unit || '');
+  const interval = text.match(/[[(]\s*([^,\])]+?)\s*,\s*([^\])]+?)\s*[\])]/);
+  const number = (s) => (s !== undefined && /^[-+]?\d+(\.\d+)?$/.test(s.trim()) ? Number(s) : undefined);
+  if (interval) return { min: number(interval[1]), max: number(interval[2]) };
+  const atLeast = text.match(/^\s*≥\s*([-+]?\d+(\.\d+)?)\s*$/);
+  return atLeast ? { min: Number(atLeast[1]) } : {};
+}
+
+// The range a metric's values can take, from the catalogue: {min, max}, either absent.
+export function metricRange(metric) {
+  const info = CATALOG.get(metric);
+  return info ? unitRange(info.unit) : {};
+}
+
 export function metricLabel(metric) {
   const info = CATALOG.get(metric);
   return info && info.label ? info.label : metric;

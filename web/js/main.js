@@ -158,9 +158,21 @@ window.__anisoscope = Object.freeze({
   pointOnViewport(viewId, layer, head, index) {
     const view = views[viewId];
     const point = view.store.series(view.metric).get(layer, head)[index];
-    const [x, y] = view.chart.convertToPixel({ gridIndex: layer }, [point.step, point.value]);
+    const [x, y] = view.chart.convertToPixel({ gridIndex: layer }, [view.stepScale.x(point.step), point.value]);
     const box = view.chart.getDom().getBoundingClientRect();
     return { x: box.left + x, y: box.top + y };
+  },
+  // A view's step axis on panel `panel`: its kind, its labels and the steps they name, and the
+  // x pixel of each of `steps`.
+  stepAxis(viewId, steps = [], panel = 0) {
+    const view = views[viewId];
+    const { axisLabel } = view.chart.getOption().xAxis[panel];
+    return {
+      kind: view.stepScale.kind,
+      labels: axisLabel.customValues.map((v) => axisLabel.formatter(v)),
+      steps: axisLabel.customValues.map((v) => view.stepScale.step(v)),
+      x: steps.map((s) => view.chart.convertToPixel({ gridIndex: panel }, [view.stepScale.x(s), 0])[0]),
+    };
   },
 });
 

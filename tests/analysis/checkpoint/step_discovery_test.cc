@@ -91,10 +91,24 @@ TEST_F(DiscoverStepsTest, TwoDirectoriesWithOneStepNameBoth) {
                        (root_ / "checkpoint-1000").string(), "step 1000"));
 }
 
-TEST_F(DiscoverStepsTest, NoStepDirectoriesNamesTheDirectory) {
+TEST_F(DiscoverStepsTest, NoStepDirectoriesSaysWhatItFoundAndHowToNameThem) {
   Dir("notes");
-  EXPECT_TRUE(StatusIs(DiscoverSteps(root_, FileGate::Host()).status(),
-                       absl::StatusCode::kInvalidArgument, root_.string()));
+  Dir("bin");
+  std::ofstream(root_ / "README");
+  const absl::Status status = DiscoverSteps(root_, FileGate::Host()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            root_.string() +
+                ": no subdirectory names a training step (found: README, bin/, notes/); name "
+                "them like step1000, checkpoint-1000 or 1000, or give each checkpoint with "
+                "--checkpoint STEP=PATH");
+  fs::remove_all(root_);
+  fs::create_directories(root_);
+  EXPECT_EQ(DiscoverSteps(root_, FileGate::Host()).status().message(),
+            root_.string() +
+                ": no subdirectory names a training step (it is empty); name them like "
+                "step1000, checkpoint-1000 or 1000, or give each checkpoint with --checkpoint "
+                "STEP=PATH");
 }
 
 TEST_F(DiscoverStepsTest, NotADirectoryNamesIt) {

@@ -1,9 +1,10 @@
 // Text probes on causal checkpoints: the checkpoint's own tokenizer (byte-level BPE without
 // special tokens for GPT-NeoX and GPT-2; SentencePiece with <s> first for LLaMA), and the
-// model's maximum length read from max_position_embeddings or n_positions when --seq-len
-// is not given.
+// default length when --seq-len is not given: the model's maximum (max_position_embeddings
+// or n_positions) where it is shorter than kDefaultSeqLen, as in these fixtures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,22 +44,23 @@ TEST_P(CausalTextProbeTest, WindowsOfTheModelsMaximumLengthWithTheTokenizersFram
   const auto first_ids = golden[GetParam().name]["first_ids"].get<std::vector<int64_t>>();
   std::ifstream config_file(checkpoint / "config.json");
   const nlohmann::json config = nlohmann::json::parse(config_file);
-  const int64_t max_length = config.contains("n_positions")
-                                 ? config["n_positions"].get<int64_t>()
-                                 : config["max_position_embeddings"].get<int64_t>();
-  ASSERT_LE(2 * max_length, static_cast<int64_t>(first_ids.size()));
+  const int64_t length =
+      std::min(config.contains("n_positions") ? config["n_positions"].get<int64_t>()
+                                              : config["max_position_embeddings"].get<int64_t>(),
+               kDefaultSeqLen);
+  ASSERT_LE(2 * length, static_cast<int64_t>(first_ids.size()));
 
   auto extractor = CreateTorchExtractor(TorchExtractorOptions());
   ASSERT_TRUE(extractor.ok()) << extractor.status();
   ProbeSpec spec;
   spec.source = ProbeSource::kText;
   spec.file = text;
-  spec.samples = 2;  // seq_len 0: the model's maximum
+  spec.samples = 2;  // seq_len 0: the default length
   auto probe = (*extractor)->BuildProbe(checkpoint, spec, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->samples.size(), 2u);
   const std::vector<int64_t>& prefix = GetParam().prefix;
-  const int64_t body = max_length - static_cast<int64_t>(prefix.size());
+  const int64_t body = length - static_cast<int64_t>(prefix.size());
   for (int s = 0; s < 2; ++s) {
     std::vector<int64_t> expected = prefix;
     expected.insert(expected.end(), first_ids.begin() + s * body,

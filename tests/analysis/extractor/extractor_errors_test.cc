@@ -68,7 +68,8 @@ TEST_F(ExtractorErrorsTest, SeqLenBeyondModelMaximumIsRefused) {
 }
 
 // Mistral's sliding window, shorter than max_position_embeddings, is the longest probe; the
-// refusal names it, not max_position_embeddings.
+// refusals name it, not max_position_embeddings: BuildProbe's of a longer --seq-len, and
+// Extract's of a probe built longer (here against the checkpoint without the window).
 TEST_F(ExtractorErrorsTest, ProbeLongerThanASlidingWindowNamesTheWindow) {
   const char* fixtures = std::getenv("ANISOSCOPE_FIXTURES");
   const fs::path llama = fs::path(fixtures ? fixtures : "fixtures") / "causal_runs" / "llama" /
@@ -76,12 +77,24 @@ TEST_F(ExtractorErrorsTest, ProbeLongerThanASlidingWindowNamesTheWindow) {
   ASSERT_TRUE(fs::exists(llama)) << "fixture causal_runs missing at " << llama;
   fs::remove_all(dir_ / "ckpt");
   fs::copy(llama, dir_ / "ckpt");
+  ProbeSpec spec;
+  spec.file = WriteProbe("[2, 5, 3, 7, 9, 11]\n");
+  const auto long_probe = extractor_->BuildProbe(dir_ / "ckpt", spec, FileGate::Host());
+  ASSERT_TRUE(long_probe.ok()) << long_probe.status();
+  ASSERT_EQ(long_probe->samples[0].size(), 6u);
   nlohmann::json config = nlohmann::json::parse(std::ifstream(dir_ / "ckpt" / "config.json"));
   config["model_type"] = "mistral";
   config["architectures"] = {"MistralForCausalLM"};
   config["sliding_window"] = 4;
   std::ofstream(dir_ / "ckpt" / "config.json") << config.dump();
-  const absl::Status status = ExtractWith(WriteProbe("[2, 5, 3, 7, 9, 11]\n"));
+
+  spec.seq_len = 6;
+  const absl::Status built = extractor_->BuildProbe(dir_ / "ckpt", spec, FileGate::Host()).status();
+  EXPECT_EQ(built.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(built.message().find("--seq-len 6 exceeds"), std::string::npos) << built;
+  EXPECT_NE(built.message().find("(sliding_window 4)"), std::string::npos) << built;
+  const absl::Status status =
+      extractor_->Extract(dir_ / "ckpt", *long_probe, {}, FileGate::Host()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("(sliding_window 4)"), std::string::npos) << status;
 }

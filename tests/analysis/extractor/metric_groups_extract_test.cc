@@ -1,4 +1,4 @@
-// A job computes only the metric groups it asks for (analysis/metrics/metric_groups.h): what
+// A job computes only the metric groups it asks for (analysis/metric_catalog/metric_groups.h): what
 // it stores is exactly the names of those groups, and each value is bit-identical to the one
 // an `all` job computes (skipping a group changes no other group's arithmetic).
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "analysis/extractor/extractor.h"
-#include "analysis/metrics/metric_catalog.h"
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_catalog.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "tests/analysis/extractor/reference_comparison.h"
 
 namespace anisoscope::analysis {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
 #include "tests/analysis/models/tiny_checkpoint.h"
 
 namespace anisoscope::analysis {

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,13 +102,21 @@ class AlarmMonitorTest : public ::testing::Test {
     monitor_ = std::make_unique<AlarmMonitor>(std::move(options), store_.get());
   }
 
-  // Writes `step` and tells the monitor, as the server does; the alarms it changed.
-  std::vector<storage::AlarmRecord> Store(const storage::StepResult& step) {
-    const absl::Status written = store_->WriteStep(step, false);
+  // Writes `step` (replacing a stored one, as --force does) and tells the monitor, as the
+  // server does; the changes it made.
+  std::vector<AlarmChange> StoreChanges(const storage::StepResult& step) {
+    const absl::Status written = store_->WriteStep(step, /*replace=*/true);
     EXPECT_TRUE(written.ok()) << written;
-    absl::StatusOr<std::vector<storage::AlarmRecord>> changed = monitor_->StepStored(step);
+    absl::StatusOr<std::vector<AlarmChange>> changed = monitor_->StepStored(step);
     EXPECT_TRUE(changed.ok()) << changed.status();
-    return changed.ok() ? *changed : std::vector<storage::AlarmRecord>{};
+    return changed.ok() ? *changed : std::vector<AlarmChange>{};
+  }
+
+  // The alarms storing `step` changed.
+  std::vector<storage::AlarmRecord> Store(const storage::StepResult& step) {
+    std::vector<storage::AlarmRecord> alarms;
+    for (const AlarmChange& change : StoreChanges(step)) alarms.push_back(change.alarm);
+    return alarms;
   }
 
   std::vector<storage::AlarmRecord> Alarms(const std::string& run = "",
@@ -213,6 +222,134 @@ TEST_F(AlarmMonitorTest, StepStoredOutOfOrderDoesNotResolve) {
   EXPECT_EQ(resolved[0].resolved_step, 11);
 }
 
+// The kinds of `changes`, in order.
+std::vector<AlarmChange::Kind> Kinds(const std::vector<AlarmChange>& changes) {
+  std::vector<AlarmChange::Kind> kinds;
+  for (const AlarmChange& change : changes) kinds.push_back(change.kind);
+  return kinds;
+}
+
+using Kind = AlarmChange::Kind;
+
+// Layer 0 collapses at steps 2-3 and recovers at 4; layer 1 collapses from step 3 on.
+std::vector<storage::StepResult> CollapseRun() {
+  std::vector<storage::StepResult> steps;
+  const std::vector<std::pair<double, double>> entropy = {
+      {1.0, 1.0}, {0.3, 1.0}, {0.2, 0.4}, {0.9, 0.3}, {0.9, 0.2}};
+  for (size_t i = 0; i < entropy.size(); ++i) {
+    steps.push_back(
+        MakeStep("r", static_cast<int64_t>(i) + 1, {{{entropy[i].first}, {entropy[i].second}}}));
+  }
+  return steps;
+}
+
+TEST_F(AlarmMonitorTest, ForceRerunLeavesOneAlarmPerEventUpdatedInPlace) {
+  StartMonitor({Collapse()});
+  for (const storage::StepResult& step : CollapseRun()) Store(step);
+  // By layer (the list is by revision, which the re-run changes).
+  const auto by_layer = [&] {
+    std::vector<storage::AlarmRecord> alarms = Alarms("r");
+    std::sort(alarms.begin(), alarms.end(),
+              [](const auto& a, const auto& b) { return a.layer < b.layer; });
+    return alarms;
+  };
+  const std::vector<storage::AlarmRecord> before = by_layer();
+  ASSERT_EQ(before.size(), 2u);
+  const int64_t last_revision = std::max(before[0].revision, before[1].revision);
+
+  // The whole run stored again, in step order: each alarm fires again at its own step and
+  // is updated in place; its resolution, found again at the same step, is left alone.
+  std::vector<std::vector<Kind>> kinds;
+  for (const storage::StepResult& step : CollapseRun()) kinds.push_back(Kinds(StoreChanges(step)));
+  EXPECT_EQ(kinds,
+            (std::vector<std::vector<Kind>>{{}, {Kind::kRefired}, {Kind::kRefired}, {}, {}}));
+
+  const std::vector<storage::AlarmRecord> after = by_layer();
+  ASSERT_EQ(after.size(), 2u);
+  for (size_t i = 0; i < after.size(); ++i) {
+    const storage::AlarmRecord& old = before[i];
+    const storage::AlarmRecord& now = after[i];
+    EXPECT_EQ(now.id, old.id);
+    EXPECT_EQ(now.layer, old.layer);
+    EXPECT_EQ(now.step, old.step);
+    EXPECT_EQ(now.value, old.value);
+    EXPECT_EQ(now.fired_at, old.fired_at);
+    EXPECT_EQ(now.resolved_step, old.resolved_step);
+    EXPECT_EQ(now.resolved_at, old.resolved_at);
+    EXPECT_GT(now.revision, last_revision);  // pollers see both again
+  }
+  EXPECT_EQ(after[0].layer, 0);
+  EXPECT_EQ(after[0].step, 2);
+  EXPECT_EQ(after[0].resolved_step, 4);
+  EXPECT_EQ(after[1].layer, 1);
+  EXPECT_EQ(after[1].step, 3);
+  EXPECT_FALSE(after[1].resolved_step.has_value());
+
+  // A third time, with the latest step first (it holds): still one per event.
+  EXPECT_EQ(Kinds(StoreChanges(CollapseRun().back())), std::vector<Kind>{});
+  for (const storage::StepResult& step : CollapseRun()) Store(step);
+  EXPECT_EQ(Alarms("r").size(), 2u);
+}
+
+TEST_F(AlarmMonitorTest, RerunWhereTheRuleHoldsLongerReopensTheAlarmAndResolvesItLater) {
+  StartMonitor({Collapse()});
+  for (const auto& [step, entropy] :
+       std::vector<std::pair<int64_t, double>>{{1, 1.0}, {2, 0.3}, {3, 0.9}, {4, 0.9}}) {
+    Store(MakeStep("r", step, {{{entropy}}}));
+  }
+  ASSERT_EQ(Alarms("r").size(), 1u);
+  ASSERT_EQ(Alarms("r")[0].resolved_step, 3);
+  const int64_t id = Alarms("r")[0].id;
+
+  // Recomputed (say a fixed checkpoint): the collapse lasts through step 3, ends at 4.
+  EXPECT_EQ(Kinds(StoreChanges(MakeStep("r", 1, {{{1.0}}}))), std::vector<Kind>{});
+  EXPECT_EQ(Kinds(StoreChanges(MakeStep("r", 2, {{{0.3}}}))), std::vector<Kind>{Kind::kRefired});
+  const std::vector<AlarmChange> reopened = StoreChanges(MakeStep("r", 3, {{{0.4}}}));
+  ASSERT_EQ(Kinds(reopened), std::vector<Kind>{Kind::kReopened});
+  EXPECT_EQ(reopened[0].alarm.id, id);
+  EXPECT_FALSE(reopened[0].alarm.resolved_step.has_value());
+  EXPECT_EQ(reopened[0].alarm.resolved_at, "");
+  const std::vector<AlarmChange> resolved = StoreChanges(MakeStep("r", 4, {{{0.9}}}));
+  ASSERT_EQ(Kinds(resolved), std::vector<Kind>{Kind::kResolved});
+  EXPECT_EQ(resolved[0].alarm.resolved_step, 4);
+
+  const std::vector<storage::AlarmRecord> alarms = Alarms("r");
+  ASSERT_EQ(alarms.size(), 1u);
+  EXPECT_EQ(alarms[0].id, id);
+  EXPECT_EQ(alarms[0].step, 2);
+  EXPECT_EQ(alarms[0].resolved_step, 4);
+}
+
+TEST_F(AlarmMonitorTest, RerunWhereTheRuleEndsSoonerMovesTheResolutionEarlier) {
+  StartMonitor({Collapse()});
+  for (const auto& [step, entropy] :
+       std::vector<std::pair<int64_t, double>>{{1, 1.0}, {2, 0.3}, {3, 0.4}, {4, 0.9}}) {
+    Store(MakeStep("r", step, {{{entropy}}}));
+  }
+  ASSERT_EQ(Alarms("r")[0].resolved_step, 4);
+
+  Store(MakeStep("r", 1, {{{1.0}}}));
+  EXPECT_EQ(Kinds(StoreChanges(MakeStep("r", 2, {{{0.3}}}))), std::vector<Kind>{Kind::kRefired});
+  const std::vector<AlarmChange> moved = StoreChanges(MakeStep("r", 3, {{{0.9}}}));
+  ASSERT_EQ(Kinds(moved), std::vector<Kind>{Kind::kResolutionMoved});
+  EXPECT_EQ(moved[0].alarm.resolved_step, 3);
+  EXPECT_FALSE(moved[0].StateChanged());
+  // Step 4 holds nothing new: the event ended at 3.
+  EXPECT_TRUE(StoreChanges(MakeStep("r", 4, {{{0.9}}})).empty());
+
+  const std::vector<storage::AlarmRecord> alarms = Alarms("r");
+  ASSERT_EQ(alarms.size(), 1u);
+  EXPECT_EQ(alarms[0].resolved_step, 3);
+}
+
+TEST_F(AlarmMonitorTest, OnlyFiringResolvingAndReopeningChangeTheState) {
+  EXPECT_TRUE((AlarmChange{Kind::kFired, {}}.StateChanged()));
+  EXPECT_TRUE((AlarmChange{Kind::kResolved, {}}.StateChanged()));
+  EXPECT_TRUE((AlarmChange{Kind::kReopened, {}}.StateChanged()));
+  EXPECT_FALSE((AlarmChange{Kind::kRefired, {}}.StateChanged()));
+  EXPECT_FALSE((AlarmChange{Kind::kResolutionMoved, {}}.StateChanged()));
+}
+
 TEST_F(AlarmMonitorTest, PerLayerAlarmsAreIndependent) {
   StartMonitor({Collapse()});
   const std::vector<storage::AlarmRecord> layer1 = Store(MakeStep("r", 1, {{{1.0}, {0.2}}}));
@@ -316,7 +453,7 @@ TEST_F(AlarmMonitorTest, DefaultRulesFireOnADegeneratingRun) {
 TEST_F(AlarmMonitorTest, StepOfARunNotStoredIsAnErrorAndStoresNothing) {
   StartMonitor({Collapse()});
   // Handed to the monitor without WriteStep: the alarm has no run to refer to.
-  const absl::StatusOr<std::vector<storage::AlarmRecord>> changed =
+  const absl::StatusOr<std::vector<AlarmChange>> changed =
       monitor_->StepStored(MakeStep("unwritten", 1, {{{0.1}}}));
   EXPECT_EQ(changed.status().code(), absl::StatusCode::kNotFound) << changed.status();
   EXPECT_TRUE(Alarms().empty());

@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/metric_catalog.h"
+#include "server/http/http_json.h"
 #include "server/http/http_routes.h"
 #include "server/http/http_walls.h"
+#include "server/http/static_files.h"
 #include "tests/server/server_test_util.h"
 
 namespace anisoscope::server::testing {

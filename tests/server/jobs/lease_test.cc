@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <limits>
 #include <thread>
 
@@ -220,6 +221,30 @@ TEST_F(LeaseTest, ARestartedServerHonoursARemoteLease) {
   EXPECT_EQ(job.state(), pb::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(job.checkpoints(0).attempt(), 1);
   EXPECT_EQ(StoredSteps("r"), 1);
+}
+
+TEST_F(LeaseTest, AResumedJobKeepsTheProbeItWasSubmittedWith) {
+  StartServer(0);
+  const int64_t id = SubmitSteps("r", {3});
+  const std::string probe_id = FakeProbeId(probe_);  // of the file as submitted
+  StopServer();
+  // The probe file changes (or goes) while the server is down.
+  std::ofstream(probe_, std::ios::trunc) << "[1, 2, 3]\n";
+  StartServer(0);
+  std::optional<pb::WorkUnit> unit = Lease();
+  ASSERT_TRUE(unit.has_value());
+  ASSERT_EQ(unit->probe().tokens().samples_size(), 3);
+  EXPECT_THAT(unit->probe().tokens().samples(0).ids(),
+              ::testing::ElementsAre(101, 7, 8, 9, 10, 11, 102));
+  fs::remove(probe_);
+  StopServer();
+  StartServer(0);
+  unit = Lease();
+  ASSERT_TRUE(unit.has_value());  // leased again once the first lease expired
+  EXPECT_EQ(unit->probe().tokens().samples_size(), 3);
+  pb::CompleteWorkResponse response;
+  ASSERT_TRUE(Complete(*unit, FakeMetricsFor(root_ / "r/step_3"), &response, probe_id).ok());
+  EXPECT_EQ(WaitFinal(id).state(), pb::JOB_STATE_SUCCEEDED);
 }
 
 TEST_F(LeaseTest, TheLargestSupportedShapeUploadsWhole) {

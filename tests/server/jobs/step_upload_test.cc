@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "analysis/probe/probe.h"
 #include "tests/server/fake_extractor.h"
 #include "worker/metrics_upload.h"

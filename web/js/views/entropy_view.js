@@ -1,12 +1,14 @@
 // Attention entropy per layer across steps: the mean over the layer's heads, one line per
-// layer (Godey et al., Figure 15), with the run's attn_entropy alarms marked where they fired.
+// layer (Godey et al., Figure 15), with the run's attn_entropy alarms marked where they fired;
+// the step axis is log or linear (step_axis.js, remembered).
 
 import { createCard } from '../card.js';
 import {
-  addAlarmMarkers, baseOption, createChart, drawnAlarmMarkers, layerColor, stepAxis, valueAxis,
+  addAlarmMarkers, baseOption, createChart, drawnAlarmMarkers, layerColor, valueAxis,
 } from '../charts.js';
 import { downloadCsv, downloadPng, fileName } from '../download.js';
-import { exactStep, exactValue, toCsv } from '../format.js';
+import { exactStep, exactValue, metricRange, toCsv } from '../format.js';
+import { createAxisChoices, StepScale, valueExtent } from '../step_axis.js';
 
 const METRIC = 'attn_entropy';
 
@@ -41,8 +43,13 @@ export class EntropyView {
       onPng: () => downloadPng(fileName(store.run && store.run.name, 'attn_entropy_by_layer') + '.png', this.chart),
       onCsv: () => downloadCsv(fileName(store.run && store.run.name, 'attn_entropy_by_layer') + '.csv', this.csv()),
     });
+    this.axes = createAxisChoices(this.card.controls, { id: 'entropy', onChange: () => this.render() });
+    this.stepScale = new StepScale([], 'linear');
     this.card.body.classList.add('chart', 'chart-single');
-    this.chart = createChart(this.card.body);
+    this.width = 0;
+    this.chart = createChart(this.card.body, () => {
+      if (Math.abs(this.card.body.clientWidth - this.width) > 4) this.render();
+    });
     store.wantedMetrics.add(METRIC);
     store.on('run', () => this.render());
     store.on('data', ({ metrics }) => metrics.includes(METRIC) && this.render());
@@ -62,18 +69,26 @@ export class EntropyView {
     this.lines = meanOverHeads(series, run.numLayers, run.numHeads);
     const option = baseOption();
     option.legend = { type: 'scroll', right: 8, top: 'middle', orient: 'vertical', textStyle: { fontSize: 12 } };
-    option.grid = { left: 72, right: 150, top: 20, bottom: 52 };
-    option.xAxis = stepAxis({ nameGap: 30 });
+    const grid = { left: 72, right: 150, top: 20, bottom: 52 };
+    this.width = this.card.body.clientWidth;
+    const width = Math.max(100, this.width - grid.left - grid.right);
+    option.grid = grid;
+    const scale = this.axes.scale(series.steps().map((s) => s.step));
+    this.stepScale = scale;
+    option.xAxis = scale.axis({ nameGap: 30 }, width);
+    const extent = valueExtent(this.lines.flatMap(({ points }) => points.map((p) => p.value)), metricRange(METRIC));
     option.yAxis = valueAxis({
-      name: 'attention entropy (nats), mean over heads', nameLocation: 'middle', nameGap: 50,
+      name: 'attention entropy (nats), mean over heads', nameLocation: 'middle', nameGap: 50, ...extent,
     });
     option.series = this.lines.map(({ layer, points }) => ({
       type: 'line', name: `layer ${layer}`,
-      data: points.map((p) => ({ value: [p.step, p.value], stepText: p.stepText, heads: p.heads })),
+      data: points.map((p) => ({ value: [scale.x(p.step), p.value], stepText: p.stepText, heads: p.heads })),
       showSymbol: points.length <= 40, symbolSize: 5, lineStyle: { width: 2 },
       color: layerColor(layer, run.numLayers), emphasis: { focus: 'series' },
     }));
-    addAlarmMarkers(option.series, 1, () => this.store.alarmsOf(METRIC));
+    addAlarmMarkers(option.series, 1, () => this.store.alarmsOf(METRIC), [{
+      x: (s) => scale.x(s), xMin: scale.min, xMax: scale.max, yMax: extent.max, width,
+    }]);
     option.tooltip = {
       ...option.tooltip, trigger: 'axis',
       formatter: (params) => {
@@ -99,6 +114,7 @@ export class EntropyView {
     return {
       series: this.lines.map(({ layer, points }) => ({ layer, points: points.length })),
       alarms: this.lines.length ? drawnAlarmMarkers(this.chart) : [],
+      stepAxis: this.stepScale.kind,
     };
   }
 }

@@ -2,15 +2,18 @@
 // head, the same colour for a head in every panel (Godey et al., Figures 13 and 14); a
 // cosine gets the isotropic baseline in d_head dimensions as a dashed line in every panel;
 // an alarm on the metric is a vertical line in its layer's panel (every panel for a rule
-// over all layers) at the step where it fired.
+// over all layers) at the step where it fired. The step axis is log or linear
+// (step_axis.js) and the panels share one y range unless the user asks for one per layer;
+// both choices are remembered.
 
 import { createCard } from '../card.js';
 import {
   addAlarmMarkers, addReferenceLines, baseOption, createChart, drawnAlarmMarkers, headColor, panelLayout,
-  stepAxis, valueAxis, MUTED,
+  valueAxis, MUTED,
 } from '../charts.js';
 import { downloadCsv, downloadPng, fileName } from '../download.js';
-import { BASELINE_SCOPE, exactStep, exactValue, toCsv } from '../format.js';
+import { BASELINE_SCOPE, exactStep, exactValue, metricRange, toCsv } from '../format.js';
+import { createAxisChoices, StepScale, valueExtent } from '../step_axis.js';
 
 export class HeadGridView {
   constructor(store, parent, { id, metric, title, subtitle, yName }) {
@@ -23,6 +26,9 @@ export class HeadGridView {
       onPng: () => downloadPng(fileName(store.run && store.run.name, metric) + '.png', this.chart),
       onCsv: () => downloadCsv(fileName(store.run && store.run.name, metric) + '.csv', this.csv()),
     });
+    this.axes = createAxisChoices(this.card.controls, { id, sharedY: true, onChange: () => this.render() });
+    this.stepScale = new StepScale([], 'linear');
+    this.yRanges = [];
     this.card.body.classList.add('chart', 'chart-grid');
     this.chart = createChart(this.card.body, () => this.onResize());
     this.width = 0;
@@ -71,9 +77,17 @@ export class HeadGridView {
       textStyle: { fontSize: 13, fontWeight: 600 },
     }));
     option.grid = layout.grids;
-    option.xAxis = layout.grids.map((g, l) => stepAxis({ gridIndex: l, name: lastRow(l) ? 'training step' : '' }));
+    const scale = this.axes.scale(series.steps().map((s) => s.step));
+    this.stepScale = scale;
+    option.xAxis = layout.grids.map((g, l) => scale.axis({ gridIndex: l, ...(lastRow(l) ? {} : { name: '' }) }, g.width));
+    this.references = this.store.baselineLines(BASELINE_SCOPE[this.metric]);
+    const range = metricRange(this.metric);
+    const values = (l) => [...[...Array(heads).keys()].flatMap((h) => series.get(l, h).map((p) => p.value)),
+      ...this.references.map((r) => r.value)];
+    const shared = this.axes.sharedY ? valueExtent([...Array(layers).keys()].flatMap(values), range) : null;
+    this.yRanges = layout.grids.map((g, l) => shared || valueExtent(values(l), range));
     option.yAxis = layout.grids.map((g, l) => valueAxis({
-      gridIndex: l,
+      gridIndex: l, ...this.yRanges[l],
       name: l % layout.columns === 0 ? this.yName : '',
       nameLocation: 'middle', nameGap: 40, nameTextStyle: { color: MUTED, fontSize: 11 },
     }));
@@ -85,16 +99,20 @@ export class HeadGridView {
         this.seriesInfo.push({ layer: l, head: h, points: points.length });
         option.series.push({
           type: 'line', name: `head ${h}`, xAxisIndex: l, yAxisIndex: l,
-          data: points.map((p) => ({ value: [p.step, p.value], stepText: p.stepText })),
+          data: points.map((p) => ({ value: [scale.x(p.step), p.value], stepText: p.stepText })),
           showSymbol: points.length <= 40, symbolSize: 4,
           lineStyle: { width: 1.6 }, color: headColor(h),
           emphasis: { focus: 'series' },
         });
       }
     }
-    this.references = this.store.baselineLines(BASELINE_SCOPE[this.metric]);
     addReferenceLines(option.series, layers, () => this.references);
-    addAlarmMarkers(option.series, layers, (l) => this.store.alarmsOf(this.metric, l));
+    const markers = addAlarmMarkers(option.series, layers, (l) => this.store.alarmsOf(this.metric, l),
+      layout.grids.map((g, l) => ({
+        x: (s) => scale.x(s), xMin: scale.min, xMax: scale.max, yMax: this.yRanges[l].max, width: g.width,
+      })));
+    option.legend.data = [...headNames, ...this.references.map((r) => r.label),
+      ...(markers.some((m) => m.length) ? ['alarms'] : [])];
     option.tooltip = {
       ...option.tooltip,
       trigger: 'axis',
@@ -136,6 +154,7 @@ export class HeadGridView {
     return {
       panels: this.panels, series: this.seriesInfo.map((s) => ({ ...s })), references: this.references,
       alarms: this.panels ? drawnAlarmMarkers(this.chart) : [],
+      stepAxis: this.stepScale.kind, yRanges: this.panels ? this.yRanges : [],
     };
   }
 }

@@ -1,16 +1,19 @@
 // The base of the views that plot values across training steps in panels side by side
 // (one per metric or statistic), one line per hidden state, layer, head or run, with
 // dashed reference lines (the isotropic baseline, thresholds), alarm markers and a legend on
-// the right. A subclass says what is drawn: lines(panel), references(panel) and
-// alarms(panel); it calls render() when its data changes.
+// the right. The step axis is log or linear (step_axis.js, remembered per chart); each
+// panel's value axis holds its data within the range of its metric (the catalogue's). A
+// subclass says what is drawn: lines(panel), references(panel) and alarms(panel); it calls
+// render() when its data changes.
 
 import { createViewCard } from '../card.js';
 import {
   addAlarmMarkers, addReferenceLines, baseOption, createChart, drawnAlarmMarkers, MUTED, panelLayout,
-  stepAxis, valueAxis,
+  valueAxis,
 } from '../charts.js';
 import { fileName } from '../download.js';
-import { exactStep, exactValue, shortValue, toCsv } from '../format.js';
+import { exactStep, exactValue, metricRange, shortValue, toCsv } from '../format.js';
+import { createAxisChoices, StepScale, valueExtent } from '../step_axis.js';
 
 const LEGEND_WIDTH = 190;
 
@@ -25,6 +28,8 @@ export class StepPanelsView {
     this.layout = { maxColumns, panelHeight };
     this.drawn = [];  // [{panel, lines, references}] as last rendered
     this.card = createViewCard(parent, this, { id, title, subtitle });
+    this.axes = createAxisChoices(this.card.controls, { id, onChange: () => this.render() });
+    this.stepScale = new StepScale([], 'linear');
     this.card.body.classList.add('chart', 'chart-single');
     this.width = 0;
     this.chart = createChart(this.card.body, () => {
@@ -86,11 +91,17 @@ export class StepPanelsView {
     }));
     option.grid = layout.grids;
     const lastRow = (i) => Math.floor(i / layout.columns) === layout.rows - 1;
-    option.xAxis = drawn.map((d, i) => stepAxis({
-      gridIndex: i, nameGap: 30, name: lastRow(i) ? 'training step' : '',
-    }));
+    const scale = this.axes.scale(drawn.flatMap(({ lines }) => lines.flatMap((l) => l.points.map((p) => p.step))));
+    this.stepScale = scale;
+    option.xAxis = drawn.map((d, i) => scale.axis({
+      gridIndex: i, nameGap: 30, ...(lastRow(i) ? {} : { name: '' }),
+    }, layout.grids[i].width));
+    drawn.forEach((d) => { d.references = this.references(d.panel); });
+    const yRanges = drawn.map(({ panel, lines, references }) => (panel.log ? {} : valueExtent([
+      ...lines.flatMap((l) => l.points.map((p) => p.exact ?? p.value)), ...references.map((r) => r.value),
+    ], metricRange(panel.key))));
     option.yAxis = drawn.map(({ panel }, i) => valueAxis({
-      gridIndex: i, name: panel.yName, nameLocation: 'middle', nameGap: 56,
+      gridIndex: i, name: panel.yName, nameLocation: 'middle', nameGap: 56, ...yRanges[i],
       ...(panel.log ? { type: 'log', axisLabel: { formatter: shortValue, color: MUTED, fontSize: 10 } } : {}),
     }));
     option.series = [];
@@ -100,15 +111,17 @@ export class StepPanelsView {
         this.seriesInfo.push({ panel: d.panel, line });
         option.series.push({
           type: 'line', name: line.name, xAxisIndex: i, yAxisIndex: i, color: line.color,
-          data: line.points.map((p) => ({ value: [p.step, p.value], stepText: p.stepText, exact: p.exact })),
+          data: line.points.map((p) => ({ value: [scale.x(p.step), p.value], stepText: p.stepText, exact: p.exact })),
           showSymbol: line.points.length <= 40, symbolSize: 5, lineStyle: { width: 2 },
           emphasis: { focus: 'series' }, ...line.style,
         });
       }
     });
-    addReferenceLines(option.series, drawn.length, (i) => this.references(drawn[i].panel))
-      .forEach((refs, i) => { drawn[i].references = refs; });
-    addAlarmMarkers(option.series, drawn.length, (i) => this.alarms(drawn[i].panel));
+    addReferenceLines(option.series, drawn.length, (i) => drawn[i].references);
+    addAlarmMarkers(option.series, drawn.length, (i) => this.alarms(drawn[i].panel), drawn.map((d, i) => ({
+      x: (s) => scale.x(s), xMin: scale.min, xMax: scale.max, width: layout.grids[i].width,
+      yMax: yRanges[i].max ?? (d.panel.log ? undefined : 1),
+    })));
     option.tooltip = {
       ...option.tooltip, trigger: 'axis', formatter: (params) => this.tooltip(params),
     };
@@ -150,6 +163,7 @@ export class StepPanelsView {
       }))),
       alarms: this.drawn.length ? drawnAlarmMarkers(this.chart)
         .map((m) => ({ ...m, panel: this.drawn[m.panel].panel.key })) : [],
+      stepAxis: this.stepScale.kind,
     };
   }
 }

@@ -1,4 +1,4 @@
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 
 #include <type_traits>
 #include <utility>

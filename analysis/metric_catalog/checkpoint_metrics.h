@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_groups.h"
 #include "analysis/models/model_shape.h"
 
 namespace anisoscope::analysis {

@@ -1,8 +1,8 @@
-#include "analysis/metrics/checkpoint_metrics.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
 
 #include <variant>
 
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 
 namespace anisoscope::analysis {
 namespace {

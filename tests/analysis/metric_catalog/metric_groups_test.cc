@@ -1,11 +1,11 @@
-// The metric groups a job may ask for (analysis/metrics/metric_groups.h): parsing, the text
+// The metric groups a job may ask for (analysis/metric_catalog/metric_groups.h): parsing, the text
 // form, and every catalogue entry in a listed group.
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_groups.h"
 
 #include <string>
 
-#include "analysis/metrics/checkpoint_metrics.h"
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 #include "gtest/gtest.h"
 
 namespace anisoscope::analysis {

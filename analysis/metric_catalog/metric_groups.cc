@@ -1,4 +1,4 @@
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/metric_groups.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"

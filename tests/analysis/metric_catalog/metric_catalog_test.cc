@@ -1,6 +1,6 @@
-// The metric catalogue (analysis/metrics/metric_catalog.h): every entry complete, names
+// The metric catalogue (analysis/metric_catalog/metric_catalog.h): every entry complete, names
 // unique, and the name lists of checkpoint_metrics.h derived from it.
-#include "analysis/metrics/metric_catalog.h"
+#include "analysis/metric_catalog/metric_catalog.h"
 
 #include <set>
 #include <string>

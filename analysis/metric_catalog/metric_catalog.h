@@ -12,8 +12,8 @@
 #include <variant>
 #include <vector>
 
-#include "analysis/metrics/checkpoint_metrics.h"
-#include "analysis/metrics/metric_groups.h"
+#include "analysis/metric_catalog/checkpoint_metrics.h"
+#include "analysis/metric_catalog/metric_groups.h"
 
 namespace anisoscope::analysis {
 
