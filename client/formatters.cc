@@ -36,21 +36,32 @@ std::string JsonList(const std::vector<std::string>& objects) {
   return absl::StrCat("[\n  ", absl::StrJoin(objects, ",\n  "), "\n]\n");
 }
 
+namespace {
+
+// Columns a cell takes: its UTF-8 code points ("·" is one), not its bytes.
+size_t DisplayWidth(const std::string& cell) {
+  size_t width = 0;
+  for (const char c : cell) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return width;
+}
+
+}  // namespace
+
 std::string RenderTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows,
                         const std::vector<bool>& right_align) {
   std::vector<size_t> widths(header.size(), 0);
-  for (size_t c = 0; c < header.size(); ++c) widths[c] = header[c].size();
+  for (size_t c = 0; c < header.size(); ++c) widths[c] = DisplayWidth(header[c]);
   for (const auto& row : rows) {
     for (size_t c = 0; c < row.size() && c < widths.size(); ++c) {
-      widths[c] = std::max(widths[c], row[c].size());
+      widths[c] = std::max(widths[c], DisplayWidth(row[c]));
     }
   }
   auto render_row = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (size_t c = 0; c < widths.size(); ++c) {
       const std::string cell = c < cells.size() ? cells[c] : "";
-      const std::string pad(widths[c] - cell.size(), ' ');
+      const std::string pad(widths[c] - DisplayWidth(cell), ' ');
       if (c > 0) line += "  ";
       const bool right = c < right_align.size() && right_align[c];
       line += right ? pad + cell : cell + pad;

@@ -11,8 +11,9 @@
 
 namespace anisoscope::client {
 
-// A plain-text table: columns padded to their widest cell, two spaces apart; cells of
-// the columns marked in `right_align` are right-aligned. Trailing spaces are trimmed.
+// A plain-text table: columns padded to their widest cell (in UTF-8 code points), two spaces
+// apart; cells of the columns marked in `right_align` are right-aligned. Trailing spaces are
+// trimmed.
 std::string RenderTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows,
                         const std::vector<bool>& right_align = {});

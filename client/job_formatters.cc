@@ -87,7 +87,12 @@ std::string RunsTable(const std::vector<v1::Run>& runs) {
   rows.reserve(runs.size());
   for (const v1::Run& run : runs) {
     std::vector<std::string> probes;
-    for (const v1::Probe& probe : run.probes()) probes.push_back(probe.id());
+    // The server's label first ("probe.jsonl · 128 x 512"), then the id `--probe` takes.
+    for (const v1::Probe& probe : run.probes()) {
+      probes.push_back(probe.description().empty()
+                           ? probe.id()
+                           : absl::StrCat(probe.description(), " (", probe.id(), ")"));
+    }
     std::string range = "-";
     if (run.steps_size() > 0) {
       const auto [low, high] = std::minmax_element(run.steps().begin(), run.steps().end());
@@ -99,7 +104,7 @@ std::string RunsTable(const std::vector<v1::Run>& runs) {
     }
     rows.push_back(
         {run.name(), run.model_family(), absl::StrCat(run.num_layers(), "x", run.num_heads()),
-         probes.empty() ? "-" : absl::StrJoin(probes, ","), absl::StrCat(run.steps_size()), range,
+         probes.empty() ? "-" : absl::StrJoin(probes, "; "), absl::StrCat(run.steps_size()), range,
          duplicates.empty() ? "-" : absl::StrJoin(duplicates, ",")});
   }
   return RenderTable({"NAME", "FAMILY", "LAYERSxHEADS", "PROBES", "STEPS", "RANGE", "SAME WEIGHTS"},

@@ -20,7 +20,8 @@ std::string JobsTable(const std::vector<v1::Job>& jobs);
 // `status JOB`: a header block (run, state, probe, times, error) and a table of the
 // checkpoints: STEP STATE SECONDS ERROR.
 std::string JobDetails(const v1::Job& job);
-// `runs`: NAME FAMILY LAYERSxHEADS PROBES STEPS RANGE, one row per run.
+// `runs`: NAME FAMILY LAYERSxHEADS PROBES STEPS RANGE SAME WEIGHTS, one row per run; each
+// probe as "LABEL (ID)" (its description, then its id), "; " between probes.
 std::string RunsTable(const std::vector<v1::Run>& runs);
 
 }  // namespace anisoscope::client

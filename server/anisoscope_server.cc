@@ -58,6 +58,8 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   ASSIGN_OR_RETURN(const AuthMode auth_mode, AuthModeFor(options));
   ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
                    ServerCredentialsFor(options));
+  // Checked before the database is opened (or made): a bad flag leaves no file behind.
+  ASSIGN_OR_RETURN(std::vector<AlarmRule> rules, LoadAlarmRules(options.alarm_rules));
   std::unique_ptr<AnisoscopeServer> server(new AnisoscopeServer());
 
   absl::StatusOr<FileGate> files = FileGate::Beneath(options.allow_roots);
@@ -76,6 +78,8 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   absl::StatusOr<std::unique_ptr<storage::MetricsStore>> store =
       storage::MetricsStore::Open(store_options);
   if (!store.ok()) return store.status();
+  spdlog::info("{} alarm rule(s) from {}", rules.size(),
+               options.alarm_rules.empty() ? "the built-in default set" : options.alarm_rules);
   if (new_folder) {
     spdlog::warn(
         "new database {}: its folder {} did not exist and was created (meant an existing "
@@ -98,9 +102,6 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   }
 
   server->metrics_ = std::make_unique<ServiceMetrics>();
-  ASSIGN_OR_RETURN(std::vector<AlarmRule> rules, LoadAlarmRules(options.alarm_rules));
-  spdlog::info("{} alarm rule(s) from {}", rules.size(),
-               options.alarm_rules.empty() ? "the built-in default set" : options.alarm_rules);
   server->alarms_ = std::make_unique<AlarmMonitor>(
       AlarmMonitor::Options{std::move(rules), options.alarm_metrics_runs}, server->store_.get());
   if (!options.alarm_webhook.empty()) {

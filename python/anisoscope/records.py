@@ -33,7 +33,7 @@ FINAL_JOB_STATES = tuple(enum_word(pb.JobState, value, "JOB_STATE_")
 class Probe:
     """A probe a run was analysed with."""
     id: str
-    description: str
+    description: str  # the server's label: "probe.jsonl · 128 x 512" (docs/api.md)
     num_samples: int
     num_tokens: int
 

@@ -2,6 +2,7 @@
 
 #include "common/status_macros.h"
 #include "server/jobs/step_upload.h"
+#include "server/jobs/unit_probe.h"
 
 namespace anisoscope::server {
 
@@ -33,6 +34,9 @@ absl::StatusOr<storage::FinishedLease> StoreCompletion(const pb::CompleteWorkReq
   // `leased.probe_id` is the id the lease's heartbeat reported, if any.
   RETURN_IF_ERROR(CheckUploadMatchesUnit(upload, *completion.probe, leased.probe_id));
   result.ns = completion.ns;
+  // The label readers see is the server's, from what the job was submitted with.
+  result.probe.description =
+      ProbeLabel(*completion.probe, result.probe.num_samples, result.probe.num_tokens);
   storage::JobCheckpoint finished = leased;
   finished.state = storage::StepState::kDone;
   finished.error.clear();

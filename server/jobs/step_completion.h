@@ -52,7 +52,8 @@ struct Completion {
 
 // Checks `upload` against the shape it declares and the unit it answers (step_upload.h:
 // INVALID_ARGUMENT naming the field), then stores the step and the lease's end in one
-// transaction (the store's error, FAILED_PRECONDITION for a lease no longer current), and
+// transaction (the store's error, FAILED_PRECONDITION for a lease no longer current), the
+// probe's description being the server's label (unit_probe.h ProbeLabel), and
 // calls each of `observers` when the step was stored whole. Returns what was stored.
 absl::StatusOr<storage::FinishedLease> StoreCompletion(
     const ::anisoscope::v1::CompleteWorkRequest& upload, const Completion& completion,

@@ -25,7 +25,7 @@ inline constexpr int kMaxLayers = 1024;
 inline constexpr int kMaxHeads = 1024;
 inline constexpr int kMaxHeadDim = 4096;
 inline constexpr int kMaxHiddenSize = 1 << 16;
-// The longest probe description stored (a worker's text, shown to readers).
+// The longest probe description a worker may upload (the server stores its own label).
 inline constexpr size_t kMaxProbeDescriptionBytes = 1024;
 
 // The step to store for (run, step, checkpoint_path) from `upload`; INVALID_ARGUMENT naming

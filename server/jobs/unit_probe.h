@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
@@ -20,5 +21,15 @@ namespace anisoscope::server {
 absl::StatusOr<::anisoscope::v1::UnitProbe> UnitProbeFromSpec(const storage::JobSpec& spec,
                                                               const FileGate& files,
                                                               int64_t max_tokens);
+
+// A stored probe's label, made by the server from the unit the job was submitted with and the
+// samples and tokens the worker ran: "probe.jsonl · 128 x 512" (token ids),
+// "wiki.txt · 128 windows x 512" or "wiki.txt · 128 lines x 512" (text) where every sample
+// is known to have that length, else "probe.jsonl · 128 samples, 60,000 tokens" (or
+// "windows", "lines"). The length is known for a token probe when each of its first
+// `num_samples` samples holds at least num_tokens / num_samples ids, for a text probe when
+// num_tokens is num_samples x its seq_len, and for a single sample.
+std::string ProbeLabel(const ::anisoscope::v1::UnitProbe& unit, int64_t num_samples,
+                       int64_t num_tokens);
 
 }  // namespace anisoscope::server

@@ -282,6 +282,19 @@ TEST_F(CliTest, StatusJobsCancelAndRuns) {
   EXPECT_NE(out_.find("pythia"), std::string::npos);
 }
 
+TEST_F(CliTest, RunsNamesEachProbeByItsLabelThenItsId) {
+  v1::Run run;
+  run.set_name("pythia");
+  v1::Probe* probe = run.add_probes();
+  probe->set_id("p0123456789abcdef0123456789abcdef");
+  probe->set_description("wiki.test.raw · 128 windows x 512");
+  server_.replies().runs = {run};
+  EXPECT_EQ(Run({"runs"}), 0);
+  EXPECT_NE(out_.find("  wiki.test.raw · 128 windows x 512 (p0123456789abcdef0123456789abcdef)  "),
+            std::string::npos)
+      << out_;
+}
+
 TEST_F(CliTest, QuerySendsFiltersAndPrintsEachFormat) {
   v1::SeriesPoint* point = server_.replies().series.add_points();
   point->set_step(10);

@@ -220,18 +220,24 @@ TEST(JobFormattersTest, RunsTableShowsShapeProbesStepRangeAndDuplicates) {
   run.set_model_family("gpt_neox");
   run.set_num_layers(6);
   run.set_num_heads(8);
-  run.add_probes()->set_id("p1");
-  run.add_probes()->set_id("p2");
+  v1::Probe* labelled = run.add_probes();
+  labelled->set_id("p1");
+  labelled->set_description("probe.jsonl · 128 x 512");
+  run.add_probes()->set_id("p2");  // stored without a label
   for (int64_t step : {1000, 0, 143000}) run.add_steps(step);
   v1::StepDuplicate* duplicate = run.add_duplicates();
   duplicate->set_step(143000);
   duplicate->set_duplicate_of(1000);
   v1::Run empty;
   empty.set_name("new");
-  EXPECT_EQ(RunsTable({run, empty}),
-            "NAME        FAMILY    LAYERSxHEADS  PROBES  STEPS  RANGE      SAME WEIGHTS\n"
-            "pythia-70m  gpt_neox           6x8  p1,p2       3  0..143000  143000=1000\n"
-            "new                            0x0  -           0  -          -\n");
+  EXPECT_EQ(
+      RunsTable({run, empty}),
+      "NAME        FAMILY    LAYERSxHEADS  PROBES                            STEPS  RANGE      "
+      "SAME WEIGHTS\n"
+      "pythia-70m  gpt_neox           6x8  probe.jsonl · 128 x 512 (p1); p2      3  0..143000  "
+      "143000=1000\n"
+      "new                            0x0  -                                     0  -          "
+      "-\n");
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ class CausalEndToEndTest(unittest.TestCase):
         self.assertEqual(sorted({p["step"] for p in self.query("duplicate", "attn_entropy")}),
                          [0, 100, 200])
         self.assertRegex(self.server.cli("runs", check=True).stdout,
-                         r"\nduplicate\s+gpt_neox\s+3x4\s+\S+\s+3\s+0\.\.200\s+200=100\n")
+                         r"\nduplicate\s+gpt_neox\s+3x4\s+probe\.jsonl · .+ \(p[0-9a-f]+\)\s+3\s+0\.\.200\s+200=100\n")
         skipped = self.server.cli("submit", "--run", "deduplicated", "--checkpoints", suite,
                                   "--probe-tokens", probe, "--dedupe", "--wait")
         self.assertEqual(skipped.returncode, 0, skipped.stderr + self.server.read_log())

@@ -182,6 +182,20 @@ TEST_F(ServerMainDirTest, SecondServerOnAUsedPortExitsNonZeroAndTouchesNoDatabas
   Stop(first);
 }
 
+TEST_F(ServerMainDirTest, AnUnreadableAlarmRulesFileLeavesNoDatabaseBehind) {
+  const fs::path db = dir_ / "c.db";
+  Child child = Spawn({"--listen", "127.0.0.1:0", "--db", db.string(), "--allow-root",
+                       dir_.string(), "--alarm-rules", (dir_ / "missing.toml").string(),
+                       "--log-level", "warn"});
+  const std::string err = ReadUntil(child.err);
+  ReadUntil(child.out);
+  EXPECT_NE(WaitExit(child.pid), 0);
+  EXPECT_NE(err.find("--alarm-rules"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(db));
+  close(child.out);
+  close(child.err);
+}
+
 TEST_F(ServerMainDirTest, SecondServerOnAUsedHttpPortExitsNonZero) {
   int port = 0, http_port = 0;
   Child first = StartFirst(/*http=*/true, &port, &http_port);

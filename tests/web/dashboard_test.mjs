@@ -151,6 +151,7 @@ const summary = (page) => page.evaluate(() => window.__anisoscope.summary());
 async function waitForSteps(page, steps) {
   try {
     await page.waitForFunction(({ layers, heads, steps }) => {
+      if (!window.__anisoscope) return false;  // undefined until the page's script has run
       const s = window.__anisoscope.summary();
       const full = (list, n) => list.length === n && list.every((x) => x.points === steps);
       return window.__anisoscope.ready && s.cosine.panels === layers &&
@@ -423,6 +424,10 @@ async function main() {
   check(await page.evaluate(() => window.localStorage.getItem('anisoscope.token')) === READER,
     'the page did not keep the token in localStorage');
   checkSummary(s, 3, '250');
+  // The run's one probe is named by the server's label (file, samples x length), then its id.
+  const runInfo = await page.locator('#run-info').innerText();
+  check(/ · probe probe\.jsonl · \d+ (x \d+|samples, [\d,]+ tokens) \(p[0-9a-f]+\)$/.test(runInfo),
+    `the run's line does not name its probe by file, samples and length: ${runInfo}`);
   check(await page.locator('[data-testid="errors"]').isHidden(), 'the page shows an error: ' +
     await page.locator('[data-testid="errors"]').innerText());
   log(`page: ${s.cosine.panels} panels, ${s.cosine.series.length} series of 3 points; every view drawn`);

@@ -99,6 +99,13 @@ export function metricLabel(metric) {
 }
 
 // "JOB_STATE_RUNNING" -> "running".
+// A probe as people name it: the server's label ("probe.jsonl · 128 x 512") then its id;
+// a probe stored without a label by its id, samples and tokens.
+export function probeLabel(probe) {
+  return probe.description ? `${probe.description} (${probe.id})`
+    : `${probe.id} · ${probe.numSamples} samples, ${probe.numTokens} tokens`;
+}
+
 export function enumName(value, prefix) {
   return String(value || '').replace(prefix, '').toLowerCase();
 }

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { createSelect } from './card.js';
-import { setMetricCatalog, shortStep } from './format.js';
+import { probeLabel, setMetricCatalog, shortStep } from './format.js';
 import { Store } from './state.js';
 import { AttentionView } from './views/attention_view.js';
 import { CorrelationView } from './views/correlation_view.js';
@@ -122,9 +122,11 @@ function describeDuplicates(run) {
 function renderPickers() {
   runSelect.set(store.runs.map((r) => [r.name, r.name]), store.run ? store.run.name : undefined);
   const probes = store.run ? store.run.probes || [] : [];
-  probeSelect.set(probes.map((p) => [p.id, `${p.id} · ${p.numSamples} samples, ${p.numTokens} tokens${p.description ? ` · ${p.description}` : ''}`]), store.probeId);
+  probeSelect.set(probes.map((p) => [p.id, probeLabel(p)]), store.probeId);
   probeSelect.wrap.hidden = probes.length < 2;
-  $('#run-info').textContent = describeRun(store.run);
+  // With one probe the picker is hidden: the run's line names it.
+  $('#run-info').textContent = describeRun(store.run) +
+    (probes.length === 1 ? ` · probe ${probeLabel(probes[0])}` : '');
   const duplicates = describeDuplicates(store.run);
   $('#duplicates').textContent = duplicates;
   $('#duplicates').hidden = !duplicates;

@@ -55,6 +55,7 @@ class LeaseTest : public ServerFixture {
     request.mutable_probe()->set_id(probe_id.empty() ? FakeProbeId(probe_) : probe_id);
     request.mutable_probe()->set_num_samples(3);
     request.mutable_probe()->set_num_tokens(21);  // FakeMetricsFor's, and the probe file's
+    request.mutable_probe()->set_description("tokens probe.jsonl 3 samples");  // the worker's
     *request.mutable_metrics() = worker::ToUpload(metrics);
     return workers_->CompleteWork(&context, request, response);
   }
@@ -363,6 +364,22 @@ TEST_F(LeaseTest, AnUploadStoresUnderTheProbeIdItsHeartbeatReported) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(refused.error_message(), HasSubstr("this lease's heartbeat reported"));
   EXPECT_EQ(StoredSteps("r"), 0);
+}
+
+TEST_F(LeaseTest, AStoredProbeIsLabelledByTheServerWithItsFileSamplesAndLength) {
+  StartServer(0);
+  SubmitSteps("r", {1});
+  std::optional<pb::WorkUnit> unit = Lease();
+  ASSERT_TRUE(unit.has_value());
+  pb::CompleteWorkResponse response;
+  ASSERT_TRUE(Complete(*unit, FakeMetricsFor(root_ / "r/step_1"), &response).ok());
+  grpc::ClientContext context;
+  pb::ListRunsResponse runs;
+  ASSERT_TRUE(queries_->ListRuns(&context, pb::ListRunsRequest(), &runs).ok());
+  ASSERT_EQ(runs.runs_size(), 1);
+  ASSERT_EQ(runs.runs(0).probes_size(), 1);
+  // Not the worker's text: the job's probe file, 3 samples of 7 tokens each.
+  EXPECT_EQ(runs.runs(0).probes(0).description(), "probe.jsonl · 3 x 7");
 }
 
 }  // namespace
