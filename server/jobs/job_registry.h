@@ -98,7 +98,8 @@ class JobRegistry {
   std::vector<FollowedJob> FollowedJobs() const;
   // A KIND_ALARM event to job `id`'s watchers; nothing when it has ended or has none.
   void PublishAlarm(int64_t id, const ::anisoscope::v1::Alarm& alarm);
-  // From now on no job finishes (their final state is left for the next start).
+  // From now on no job finishes (their final state is left for the next start) and no
+  // followed step is added (AddFollowed: FAILED_PRECONDITION).
   void StopFinishing() { draining_ = true; }
 
   // ---- Steps and leases ----

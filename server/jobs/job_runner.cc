@@ -418,9 +418,7 @@ absl::Status JobRunner::AddFollowedCheckpoints(int64_t id,
   Deliveries deliveries;
   {
     absl::MutexLock lock(&mu_);
-    if (draining_) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not being followed"));
-    }
+    // FAILED_PRECONDITION once Drain has stopped the registry (StopFinishing).
     ASSIGN_OR_RETURN(const bool added, registry_.AddFollowed(id, std::move(found)));
     if (added) DispatchLocked(&deliveries);
   }

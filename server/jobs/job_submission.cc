@@ -26,9 +26,6 @@ absl::StatusOr<storage::JobRecord> JobSubmission::Submit(const pb::SubmitJobRequ
   ASSIGN_OR_RETURN(const FileGate files, GateForNamespace(*store_, *server_files_, ns));
   ASSIGN_OR_RETURN(storage::JobSpec spec, JobSpecFromRequest(request, files));
   spec.ns = ns;
-  if (spec.checkpoints.empty() && spec.follow_dir.empty()) {
-    return absl::InvalidArgumentError("the job has no checkpoints");
-  }
   JobRunner::JobInputs inputs;
   ASSIGN_OR_RETURN(inputs.probe, UnitProbeFromSpec(spec, files, limits_.max_probe_tokens));
   inputs.roots = files.roots();
