@@ -13,9 +13,9 @@ FROM debian:12 AS server-build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /src
 COPY . .
-# Lists the packages owning the libraries the two binaries load, for the runtime stage.
+# Lists the packages owning the libraries the binaries load, for the runtime stage.
 RUN ./scripts/setup.sh \
- && ldd build/bin/anisoscope-server build/bin/anisoscope \
+ && ldd build/bin/anisoscope-server build/bin/anisoscope-worker build/bin/anisoscope \
     | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u \
     | while read -r lib; do \
         dpkg -S "$lib" 2>/dev/null || dpkg -S "$(readlink -f "$lib")" 2>/dev/null \
@@ -24,8 +24,9 @@ RUN ./scripts/setup.sh \
     | awk -F': ' '{print $1}' | tr -s ', ' '\n' | sort -u > /runtime-packages \
  && echo libopenblas0-openmp >> /runtime-packages
 
-# server: slim runtime with the server, the CLI and the dashboard (bin/../web is the
-# server's default --web-dir); no compilers, no test tools.
+# server: slim runtime with the server, its embedded workers' binary (beside it, where the
+# server looks), the CLI and the dashboard (bin/../web is the server's default --web-dir); no
+# compilers, no test tools.
 FROM debian:12-slim AS server
 COPY --from=server-build /runtime-packages /tmp/runtime-packages
 RUN apt-get update \
@@ -35,8 +36,8 @@ RUN apt-get update \
  && groupadd --system --gid 10001 anisoscope \
  && useradd --system --uid 10001 --gid anisoscope --home-dir /var/lib/anisoscope \
       --create-home anisoscope
-COPY --from=server-build /src/build/bin/anisoscope-server /src/build/bin/anisoscope \
-     /opt/anisoscope/bin/
+COPY --from=server-build /src/build/bin/anisoscope-server /src/build/bin/anisoscope-worker \
+     /src/build/bin/anisoscope /opt/anisoscope/bin/
 COPY --from=server-build /src/build/web /opt/anisoscope/web
 ENV PATH=/opt/anisoscope/bin:$PATH
 USER anisoscope

@@ -10,6 +10,7 @@
 
 #include "analysis/metric_catalog/checkpoint_metrics.h"
 #include "anisoscope/v1/anisoscope.pb.h"
+#include "fuzz/amplification_guard.h"
 #include "fuzz/fuzz_input.h"
 #include "server/jobs/step_upload.h"
 #include "worker/metrics_upload.h"
@@ -103,6 +104,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const anisoscope::fuzz::AmplificationGuard guard("complete_work_fuzzer", size);
   const std::string bytes(anisoscope::fuzz::AsText(data, size));
   pb::CompleteWorkRequest alone;
   if (alone.ParseFromString(bytes)) Check(alone);

@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
 import hf_io  # noqa: E402
+import hostile_checkpoints  # noqa: E402
 import train_causal  # noqa: E402
 
 
@@ -62,7 +63,16 @@ def tokenizer_jsons():
               "pre_tokenizer": None, "post_processor": template, "model": model}
     metaspace = dict(legacy, normalizer=None, pre_tokenizer={
         "type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True})
-    return {"byte_level": byte_level, "split": split, "legacy": legacy, "metaspace": metaspace}
+    # Issue 37: a Split regex that backtracks (O(n^2) per start position) fails its text
+    # within the regex budget.
+    # (The fuzzer encodes the input itself too: "probe" is the text the pattern backtracks on.)
+    backtracking = dict(split, probe="a" * 2500 + "b", pre_tokenizer={
+        "type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "a*a*(?:c|$)"}, "behavior": "Isolated",
+             "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]})
+    return {"byte_level": byte_level, "split": split, "legacy": legacy, "metaspace": metaspace,
+            "backtracking": backtracking}
 
 
 def varint(value):
@@ -169,6 +179,22 @@ def main():
             "run=r&limit=5", "id=1", "run=a%20b&metric=%E2%82%AC&layer=+1&head=1e3&x="]):
         write(out, "query_params_fuzzer", f"query{i}", query)
     write(out, "safetensors_fuzzer", "mixed.safetensors", safetensors_seeds())
+    # Issue 37's findings, small: a header flood, tensors overlapping a misaligned span.
+    write(out, "safetensors_fuzzer", "header_flood.safetensors",
+          hostile_checkpoints.header_flood(2000))
+    write(out, "safetensors_fuzzer", "overlapping_misaligned.safetensors",
+          hostile_checkpoints.overlapping_misaligned(40, 4096))
+    write(out, "pickle_fuzzer", "empty_lists.pkl", hostile_checkpoints.empty_list_pickle(64 << 10))
+    # And at -max_len (1 MiB, scripts/fuzz.sh), where the amplification passes the heap bound
+    # (fuzz/amplification_guard.h) and the quadratic header the second: the findings as the
+    # fuzzers catch them against the readers before issue 37.
+    empty_lists = hostile_checkpoints.empty_list_pickle((1 << 20) - 4096)
+    write(out, "pickle_fuzzer", "empty_lists_1m.pkl", empty_lists)
+    write(out, "torch_zip_fuzzer", "empty_lists_1m.bin", hostile_checkpoints.torch_zip(empty_lists))
+    write(out, "safetensors_fuzzer", "overlapping_misaligned_1m.safetensors",
+          hostile_checkpoints.overlapping_misaligned(200, 960 << 10))
+    write(out, "safetensors_fuzzer", "header_flood_1m.safetensors",
+          hostile_checkpoints.header_flood(11000))
     zipped = torch_zip()
     write(out, "torch_zip_fuzzer", "torch_save.bin", zipped)
     with zipfile.ZipFile(io.BytesIO(zipped)) as archive:
@@ -178,19 +204,29 @@ def main():
     for index, family in enumerate(["gpt_neox", "gpt2", "llama", "olmo2"]):
         write(out, "model_config_fuzzer", family,
               bytes([index]) + json.dumps(configs[family]).encode())
+    # Issue 37: a head_dim that sized the rotary table (1 GiB) before any weight was read.
+    write(out, "model_config_fuzzer", "llama_huge_head_dim",
+          bytes([2]) + json.dumps(dict(configs["llama"], head_dim=1 << 27)).encode())
     for name, value in tokenizer_jsons().items():
         write(out, "tokenizer_json_fuzzer", f"{name}.json", json.dumps(value))
     write(out, "sentencepiece_model_fuzzer", "bpe.model", sentencepiece_model(2))
     write(out, "sentencepiece_model_fuzzer", "unigram.model", sentencepiece_model(1))
     for i, text in enumerate(["Hello world, it's 2024!", "  two\n\nlines\r\n\ttab",
                               "caf\u00e9 \u4f60\u597d \U0001F917 <s> </s> <|endoftext|>",
-                              "IT'S 123456 \u0130stanbul \u2581 \u00a0 \u0085"]):
+                              "IT'S 123456 \u0130stanbul \u2581 \u00a0 \u0085",
+                              "a" * 2500 + "b", " " * 2000 + "x\n" + "\t" * 2000]):
         write(out, "tokenizer_encode_fuzzer", f"text{i}", text)
     write(out, "vocab_files_fuzzer", "wordpiece",
           "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##lo\nworld\n,\n!\nun\n##aff\n##able\n")
     write(out, "vocab_files_fuzzer", "gpt2",
           json.dumps(BYTE_LEVEL_VOCAB) + "\0#version: 0.2\na b\na a\n\u0120 ab\n")
     write(out, "token_probe_fuzzer", "probe", "[1, 2, 3]\n\n[4, 5, 50256]\n")
+    # Issue 37: long lines, cut to the sequence length as read; JSON's corners.
+    write(out, "token_probe_fuzzer", "long_lines", ("[" + ",".join(["7"] * 8000) + "]\n") * 4)
+    # One line at -max_len (1 MiB, scripts/fuzz.sh): parsed whole it passes the heap bound.
+    write(out, "token_probe_fuzzer", "long_line_1m",
+          "[" + ",".join(["7"] * ((1 << 19) - 2)) + "]\n")
+    write(out, "token_probe_fuzzer", "json_corners", "\ufeff[1 , -0]\n\t[2]\r\n[01]\n")
     for name in ["multiberts-seed_0-step_20k", "step_600", "checkpoint-200",
                  "stage1-step1000-tokens4B", "step_1M", "ckpt_042"]:
         write(out, "token_probe_fuzzer", name, name)

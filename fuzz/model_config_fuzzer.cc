@@ -13,6 +13,7 @@
 
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/models/transformer_model.h"
+#include "fuzz/amplification_guard.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {
@@ -44,11 +45,23 @@ std::vector<fs::path> FamilyDirectories() {
   return dirs;
 }
 
+// Made once, before the first input (amplification_guard.h bounds what each input adds).
+const std::vector<fs::path>& Directories() {
+  static const std::vector<fs::path> dirs = FamilyDirectories();
+  return dirs;
+}
+
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  (void)Directories();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const anisoscope::fuzz::AmplificationGuard guard("model_config_fuzzer", size);
   using namespace anisoscope;
-  static const std::vector<fs::path> dirs = FamilyDirectories();
+  const std::vector<fs::path>& dirs = Directories();
   if (size == 0) return 0;
   const fs::path& dir = dirs[data[0] % dirs.size()];
   fuzz::WriteInput(fuzz::AsText(data + 1, size - 1), (dir.filename() / "config.json").string());

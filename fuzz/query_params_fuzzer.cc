@@ -4,10 +4,12 @@
 #include <httplib.h>
 
 #include "anisoscope/v1/anisoscope.pb.h"
+#include "fuzz/amplification_guard.h"
 #include "fuzz/fuzz_input.h"
 #include "server/http/query_params.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const anisoscope::fuzz::AmplificationGuard guard("query_params_fuzzer", size);
   namespace pb = ::anisoscope::v1;
   const std::string query(anisoscope::fuzz::AsText(data, size));
   httplib::Params params;

@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 
 #include "analysis/checkpoint/safetensors_reader.h"
+#include "fuzz/amplification_guard.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const anisoscope::fuzz::AmplificationGuard guard("safetensors_fuzzer", size);
   using namespace anisoscope;
   auto tensors =
       analysis::ReadSafetensors(fuzz::WriteInput(fuzz::AsText(data, size), "model.safetensors"),

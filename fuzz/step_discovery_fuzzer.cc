@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/checkpoint/step_discovery.h"
+#include "fuzz/amplification_guard.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {
@@ -66,6 +67,7 @@ void Check(bool condition) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const anisoscope::fuzz::AmplificationGuard guard("step_discovery_fuzzer", size);
   using namespace anisoscope;
   const fs::path root = fuzz::InputDirectory() / "steps";
   std::error_code ignored;

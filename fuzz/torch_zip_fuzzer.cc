@@ -4,9 +4,11 @@
 #include <ATen/ATen.h>
 
 #include "analysis/checkpoint/torch_zip_reader.h"
+#include "fuzz/amplification_guard.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const anisoscope::fuzz::AmplificationGuard guard("torch_zip_fuzzer", size);
   using namespace anisoscope;
   auto tensors = analysis::ReadTorchZipStateDict(
       fuzz::WriteInput(fuzz::AsText(data, size), "pytorch_model.bin"),

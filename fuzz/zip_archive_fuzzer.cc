@@ -2,9 +2,11 @@
 // records, local headers; every entry read back.
 #include "analysis/checkpoint/mapped_file.h"
 #include "analysis/checkpoint/zip_archive.h"
+#include "fuzz/amplification_guard.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const anisoscope::fuzz::AmplificationGuard guard("zip_archive_fuzzer", size);
   using namespace anisoscope;
   auto file =
       analysis::MappedFile::Open(fuzz::WriteInput(fuzz::AsText(data, size), "pytorch_model.bin"),

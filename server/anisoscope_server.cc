@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "common/tls_files.h"
 #include "server/monitoring/query_timing.h"
+#include "worker/extractor_flags.h"
 
 namespace anisoscope::server {
 namespace {
@@ -143,6 +144,10 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, credentials, &port);
+  if (options.workers > 0 && !options.worker_binary.empty()) {
+    ASSIGN_OR_RETURN(server->worker_socket_, WorkerSocket::Create());
+    builder.AddListeningPort(server->worker_socket_->address(), grpc::InsecureServerCredentials());
+  }
   // One server per address: without SO_REUSEPORT a second server's bind fails instead of
   // splitting the clients between two databases.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -169,14 +174,12 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   grpc::ChannelArguments channel_arguments;
   channel_arguments.SetMaxReceiveMessageSize(kMaxMessageBytes);
   channel_arguments.SetMaxSendMessageSize(kMaxMessageBytes);
-  absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> embedded = EmbeddedWorkers::Start(
-      options.workers, server->server_->InProcessChannel(channel_arguments),
-      std::move(extractor_factory), server->files_.get(), options.extractor.device, embedded_key);
-  if (!embedded.ok()) {
+  absl::Status workers_started = StartWorkers(options, std::move(extractor_factory), embedded_key,
+                                              channel_arguments, server.get());
+  if (!workers_started.ok()) {
     server->Shutdown(absl::Seconds(1));
-    return embedded.status();
+    return workers_started;
   }
-  server->embedded_ = std::move(embedded).value();
   server->follower_ = std::make_unique<CheckpointFollower>(
       server->runner_.get(), server->store_.get(), server->files_.get(),
       absl::Seconds(options.follow_interval_seconds));
@@ -210,6 +213,37 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   return server;
 }
 
+absl::Status AnisoscopeServer::StartWorkers(const ServerOptions& options,
+                                            worker::ExtractorFactory extractor_factory,
+                                            const std::string& key,
+                                            const grpc::ChannelArguments& channel_arguments,
+                                            AnisoscopeServer* server) {
+  if (options.worker_binary.empty()) {
+    ASSIGN_OR_RETURN(server->workers_,
+                     EmbeddedWorkers::Start(options.workers,
+                                            server->server_->InProcessChannel(channel_arguments),
+                                            std::move(extractor_factory), server->files_.get(),
+                                            options.extractor.device, key));
+    return absl::OkStatus();
+  }
+  if (options.workers > 0) {
+    // Fail at start, not in each worker, when the engine cannot run here (CUDA asked for
+    // and absent); nothing is read.
+    absl::StatusOr<std::unique_ptr<analysis::Extractor>> check = extractor_factory("float32");
+    if (!check.ok()) return check.status();
+  }
+  WorkerProcesses::Options worker_options;
+  worker_options.count = options.workers;
+  worker_options.binary = options.worker_binary;
+  worker_options.server = server->worker_socket_ != nullptr ? server->worker_socket_->address() : "";
+  worker_options.allow_roots = options.allow_roots;
+  worker_options.engine_args = worker::WorkerEngineArgs(options.extractor, options.bounds);
+  worker_options.key = key;
+  worker_options.log_level = options.log_level;
+  ASSIGN_OR_RETURN(server->workers_, WorkerProcesses::Start(worker_options, server->runner_.get()));
+  return absl::OkStatus();
+}
+
 AnisoscopeServer::~AnisoscopeServer() { Shutdown(absl::Seconds(2)); }
 
 void AnisoscopeServer::Drain() {
@@ -220,7 +254,7 @@ void AnisoscopeServer::Drain() {
   }
   if (follower_ != nullptr) follower_->Stop();
   if (runner_ != nullptr) runner_->StopLeasing();
-  if (embedded_ != nullptr) embedded_->Stop();
+  if (workers_ != nullptr) workers_->Stop();
   if (runner_ != nullptr) runner_->Drain();
 }
 

@@ -29,6 +29,9 @@
 #include "server/jobs/embedded_workers.h"
 #include "server/jobs/job_runner.h"
 #include "server/jobs/job_submission.h"
+#include "server/jobs/worker_pool.h"
+#include "server/jobs/worker_processes.h"
+#include "server/jobs/worker_socket.h"
 #include "server/monitoring/service_metrics.h"
 #include "server/server_options.h"
 #include "storage/metrics_store.h"
@@ -38,8 +41,9 @@ namespace anisoscope::server {
 
 class AnisoscopeServer {
  public:
-  // `extractor_factory` makes each embedded worker's extractor (main passes the LibTorch
-  // one). INVALID_ARGUMENT for a bad allowed root or listen address, UNAVAILABLE when the
+  // The embedded workers run options.worker_binary (main: anisoscope-worker beside it);
+  // `extractor_factory` checks at start that their engine can run here, or, without a
+  // worker binary, makes each embedded worker thread's extractor (tests pass a fake). INVALID_ARGUMENT for a bad allowed root or listen address, UNAVAILABLE when the
   // port cannot be bound ("address already in use: ..." when another socket holds --listen
   // or --http-listen, found before the database is opened), the store's or factory's error
   // otherwise.
@@ -67,6 +71,14 @@ class AnisoscopeServer {
  private:
   AnisoscopeServer() = default;
 
+  // The embedded workers: processes of options.worker_binary, or threads with
+  // `extractor_factory`'s extractors when it is empty (tests, benchmarks).
+  static absl::Status StartWorkers(const ServerOptions& options,
+                                   worker::ExtractorFactory extractor_factory,
+                                   const std::string& key,
+                                   const grpc::ChannelArguments& channel_arguments,
+                                   AnisoscopeServer* server);
+
   std::unique_ptr<storage::MetricsStore> store_;
   std::unique_ptr<ServiceMetrics> metrics_;
   // The alarm rules and their webhook (null without --alarm-webhook), and the runner's
@@ -84,7 +96,8 @@ class AnisoscopeServer {
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<EmbeddedWorkers> embedded_;
+  std::unique_ptr<WorkerSocket> worker_socket_;  // null unless worker processes run
+  std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<CheckpointFollower> follower_;
   std::unique_ptr<HttpServer> http_;  // null without --http-listen
   std::string address_;

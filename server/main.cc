@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // The embedded workers are anisoscope-worker processes: no checkpoint is read here.
+  options->worker_binary = anisoscope::server::DefaultWorkerBinary();
   const anisoscope::analysis::TorchExtractorOptions extractor_options = options->extractor;
   absl::StatusOr<std::unique_ptr<AnisoscopeServer>> server =
       AnisoscopeServer::Create(*options, [extractor_options](const std::string& dtype) {
@@ -73,7 +75,8 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   spdlog::info("received {}; draining", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  (*server)->Shutdown(absl::Seconds(10));
+  // Within 5 s whatever the workers do: they get kStopGrace, open calls the rest.
+  (*server)->Shutdown(absl::Seconds(2));
   server->reset();
   spdlog::info("bye");
   return 0;

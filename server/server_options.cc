@@ -190,8 +190,9 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
       "RESOURCE_EXHAUSTED naming this flag")
       ->check(IntAtLeast(1));
   add("workers", options.workers,
-      "embedded worker threads, one extractor each; 0 leaves all work to remote "
-      "anisoscope-worker processes")
+      "embedded workers: anisoscope-worker processes this server starts (beside its own "
+      "binary) and restarts, each under --worker-memory-max and --step-timeout, so that no "
+      "checkpoint is read in the server's process; 0 leaves all work to remote workers")
       ->check(IntAtLeast(0));
   add("lease-timeout", options.lease_timeout_seconds,
       "seconds without a heartbeat after which a worker's lease expires and its checkpoint goes "
@@ -214,6 +215,9 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
       ->check(IntAtLeast(1));
   for (CLI::Option* option :
        worker::AddExtractorFlags(app, options.extractor, /*with_dtype=*/true)) {
+    option->envname(EnvName(option->get_single_name()));
+  }
+  for (CLI::Option* option : worker::AddStepBoundFlags(app, options.bounds)) {
     option->envname(EnvName(option->get_single_name()));
   }
   add("auth", options.auth,
@@ -277,6 +281,13 @@ absl::StatusOr<AuthMode> AuthModeFor(const ServerOptions& options) {
         "use --auth tokens"));
   }
   return AuthMode::kNone;
+}
+
+std::string DefaultWorkerBinary() {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "anisoscope-worker";
+  return (exe.parent_path() / "anisoscope-worker").string();
 }
 
 std::string DefaultWebDir() {

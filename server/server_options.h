@@ -9,6 +9,7 @@
 #include "server/auth/access_control.h"
 #include "server/http/loopback.h"
 #include "server/wire/request_limits.h"
+#include "worker/step_bounds.h"
 
 namespace anisoscope::server {
 
@@ -38,8 +39,8 @@ struct ServerOptions {
   // --max-series-points, --max-vector-values, --max-probe-tokens, --max-watch-streams and
   // its -per-caller and -per-namespace: per-request limits (server/wire/request_limits.h).
   RequestLimits limits;
-  // --workers: embedded worker threads, each with its own extractor; 0 leaves all work to
-  // remote anisoscope-worker processes.
+  // --workers: embedded workers, anisoscope-worker processes the server starts and watches
+  // (server/jobs/worker_processes.h); 0 leaves all work to remote workers.
   int workers = 1;
   // --lease-timeout: seconds without a heartbeat after which a worker's lease expires.
   double lease_timeout_seconds = 60;
@@ -51,6 +52,11 @@ struct ServerOptions {
   int max_leases_per_worker = 16;
   // --device, --dtype, --threads, --batch-size: how each worker's extractor runs.
   analysis::TorchExtractorOptions extractor;
+  // --step-timeout, --worker-memory-max: what one step may cost an embedded worker.
+  worker::StepBounds bounds;
+  // The embedded workers' executable (main: DefaultWorkerBinary()); empty: threads of this
+  // process with the factory's extractors (tests and benchmarks, AnisoscopeServer::Create).
+  std::string worker_binary;
   // --auth: "tokens" (a bearer token on every call) or "none"; empty: tokens unless every
   // listen address is loopback (see AuthModeFor).
   std::string auth;
@@ -88,6 +94,9 @@ std::string ServerUsage();
 // The --version line: "anisoscope-server 0.1.0 (database schema 9)", the project's version
 // (common/version.h) and the schema version this build writes (storage/schema.h).
 std::string ServerVersion();
+
+// <directory of the running executable>/anisoscope-worker.
+std::string DefaultWorkerBinary();
 
 // <directory of the running executable>/../web (build/web for build/bin/anisoscope-server).
 std::string DefaultWebDir();

@@ -58,4 +58,35 @@ std::vector<CLI::Option*> AddExtractorFlags(CLI::App& app, analysis::TorchExtrac
   return added;
 }
 
+std::vector<CLI::Option*> AddStepBoundFlags(CLI::App& app, StepBounds& bounds) {
+  std::vector<CLI::Option*> added;
+  added.push_back(
+      app.add_option("--step-timeout", bounds.step_timeout_seconds,
+                     "seconds one step may run before its worker process stops it and fails "
+                     "the step; 0 derives it per step: 120 s plus the checkpoint's read at "
+                     "20 MB/s until the first batch, then 4x the step's length projected from "
+                     "its batches' measured rate")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber));
+  added.push_back(
+      app.add_option("--worker-memory-max", bounds.memory_max_bytes,
+                     "heap and anonymous memory a worker process may hold (e.g. 8GiB; the "
+                     "kernel's RLIMIT_DATA; a checkpoint's mapping is not counted): a step "
+                     "needing more fails, naming this flag; 0: no cap")
+          ->capture_default_str()
+          ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false)));
+  return added;
+}
+
+std::vector<std::string> WorkerEngineArgs(const analysis::TorchExtractorOptions& options,
+                                          const StepBounds& bounds) {
+  std::vector<std::string> args = {"--device",       options.device,
+                                   "--threads",      std::to_string(options.num_threads),
+                                   "--batch-size",   std::to_string(options.batch_size),
+                                   "--step-timeout", absl::StrCat(bounds.step_timeout_seconds),
+                                   "--worker-memory-max", std::to_string(bounds.memory_max_bytes)};
+  if (options.allow_tf32) args.push_back("--allow-tf32");
+  return args;
+}
+
 }  // namespace anisoscope::worker

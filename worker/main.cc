@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -15,6 +16,9 @@
 #include "common/logging.h"
 #include "common/message_limits.h"
 #include "common/tls_files.h"
+#include "common/embedded_worker_key.h"
+#include "worker/step_bounds.h"
+#include "worker/step_watchdog.h"
 #include "worker/worker_loop.h"
 #include "worker/worker_options.h"
 
@@ -47,6 +51,10 @@ int main(int argc, char** argv) {
   if (absl::Status status = anisoscope::SetUpLogging(options.log_level); !status.ok()) {
     return Fatal(status, 2);
   }
+  if (absl::Status capped = worker::ApplyMemoryCap(options.bounds.memory_max_bytes);
+      !capped.ok()) {
+    return Fatal(capped, 2);
+  }
   absl::StatusOr<anisoscope::FileGate> own_files =
       anisoscope::FileGate::Beneath(options.allow_roots);
   if (!own_files.ok()) return Fatal(own_files.status(), 2);
@@ -77,6 +85,11 @@ int main(int argc, char** argv) {
   if (!options.token.empty()) {
     loop_options.metadata.emplace_back("authorization", "Bearer " + options.token);
   }
+  if (!options.embedded_key.empty()) {
+    loop_options.metadata.emplace_back(anisoscope::kEmbeddedWorkerKey, options.embedded_key);
+  }
+  loop_options.guard.bounds = options.bounds;
+  loop_options.guard.abandon_process = [] { std::_Exit(worker::kStepAbandonedExitCode); };
   worker::WorkerLoop loop(loop_options, stub.get(), &factory, &*own_files);
 
   std::atomic<bool> finished{false};  // the loop ended by itself (--max-units, --idle-exit)

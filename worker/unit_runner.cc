@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <new>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -17,6 +19,8 @@ namespace pb = ::anisoscope::v1;
 
 // How long an upload or a failure report keeps retrying while the server is unreachable.
 constexpr absl::Duration kReportPatience = absl::Minutes(10);
+// How long an abandoned step's report may keep the process: the step is stuck meanwhile.
+constexpr absl::Duration kAbandonPatience = absl::Seconds(5);
 
 // Total size of the regular files under `dir`, `depth` folders down, as `files` sees them
 // (links followed beneath its roots, e.g. HF cache blobs).
@@ -37,11 +41,36 @@ int64_t DirectoryBytes(const fs::path& dir, const FileGate& files, int depth = 3
 
 }  // namespace
 
+UnitRunner::UnitRunner(const ExtractorFactory* factory, const FileGate* own_files,
+                       WorkClient* client, std::string worker_name, Guard guard)
+    : factory_(factory),
+      own_files_(own_files),
+      client_(client),
+      name_(std::move(worker_name)),
+      guard_(std::move(guard)) {
+  if (guard_.abandon_process) {
+    watchdog_ = std::make_unique<StepWatchdog>(
+        guard_.bounds.step_timeout_seconds,
+        [this](const std::string& why) { Abandon(why); });
+  }
+}
+
 void UnitRunner::Run(const pb::WorkUnit& unit) {
   spdlog::info("worker {}: job {} step {} (attempt {}): {}", name_, unit.job_id(), unit.step(),
                unit.attempt(), unit.checkpoint_path());
+  {
+    absl::MutexLock lock(&unit_mu_);
+    unit_ = unit;
+  }
   auto keeper = std::make_unique<LeaseKeeper>(client_, unit);
-  absl::StatusOr<std::optional<pb::CompleteWorkRequest>> upload = RunSteps(unit, keeper.get());
+  absl::StatusOr<std::optional<pb::CompleteWorkRequest>> upload;
+  try {
+    upload = RunSteps(unit, keeper.get());
+  } catch (const std::bad_alloc&) {  // a reader's allocation refused (--worker-memory-max)
+    upload = absl::ResourceExhaustedError(
+        absl::StrCat("checkpoint ", unit.checkpoint_path(), ": std::bad_alloc"));
+  }
+  if (watchdog_ != nullptr) watchdog_->Finish();
   if (keeper->ended()) {
     spdlog::info("worker {}: job {} step {} ended by the server: {}", name_, unit.job_id(),
                  unit.step(), keeper->why());
@@ -59,8 +88,12 @@ void UnitRunner::Flush() {
 absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
     const pb::WorkUnit& unit, LeaseKeeper* keeper) {
   ASSIGN_OR_RETURN(const FileGate files, GateOf(unit));
-  PrefetchNext(unit, files);
   const fs::path dir = fs::path(unit.checkpoint_path()).lexically_normal();
+  const int64_t checkpoint_bytes = DirectoryBytes(dir, files);
+  if (watchdog_ != nullptr) {
+    watchdog_->Start(checkpoint_bytes);
+  }
+  PrefetchNext(unit, files);
   ASSIGN_OR_RETURN(const analysis::ProbeSpec spec, ProbeSpecOf(unit.probe()));
   ASSIGN_OR_RETURN(analysis::Extractor * extractor, ExtractorFor(unit.options().dtype()));
   ASSIGN_OR_RETURN(const analysis::Probe probe, extractor->BuildProbe(dir, spec, files));
@@ -68,7 +101,10 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
 
   analysis::ExtractCallbacks callbacks;
   callbacks.cancelled = [this, keeper] { return keeper->ended() || client_->stopped(); };
-  callbacks.progress = [keeper](int done, int total) { keeper->SetProgress(done, total); };
+  callbacks.progress = [this, keeper](int done, int total) {
+    keeper->SetProgress(done, total);
+    if (watchdog_ != nullptr) watchdog_->Progress(done, total);
+  };
   callbacks.fingerprinted = [keeper](const std::string& fingerprint) {
     keeper->ReportFingerprint(fingerprint);
   };
@@ -90,7 +126,7 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
   probe_info->set_num_samples(metrics->num_samples);
   probe_info->set_num_tokens(metrics->num_tokens);
   *request.mutable_metrics() = ToUpload(*metrics);
-  request.set_checkpoint_bytes(DirectoryBytes(dir, files));
+  request.set_checkpoint_bytes(checkpoint_bytes);
   request.set_seconds(metrics->seconds);
   request.set_fingerprint(metrics->fingerprint);
   return request;
@@ -178,6 +214,9 @@ void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& sta
   if (client_->stopped() && absl::IsCancelled(status)) {
     request.set_kind(pb::FailWorkRequest::KIND_RELEASED);
     request.set_error("the worker stopped");
+  } else if (guard_.bounds.memory_max_bytes > 0 && IsAllocationFailure(status)) {
+    request.set_kind(pb::FailWorkRequest::KIND_FAILED);  // the same file would hit it again
+    request.set_error(absl::StrCat("worker '", name_, "': ", MemoryBoundError(guard_.bounds, status)));
   } else if (absl::IsResourceExhausted(status)) {
     request.set_kind(pb::FailWorkRequest::KIND_RETRYABLE);
     request.set_error(absl::StrCat("worker '", name_, "': ", status.message()));
@@ -193,6 +232,30 @@ void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& sta
     spdlog::error("worker {}: failure of job {} step {} not reported: {}", name_, unit.job_id(),
                   unit.step(), sent.ToString());
   }
+}
+
+void UnitRunner::Abandon(const std::string& why) {
+  pb::WorkUnit unit;
+  {
+    absl::MutexLock lock(&unit_mu_);
+    unit = unit_;
+  }
+  spdlog::error("worker {}: job {} step {}: {}; the process exits", name_, unit.job_id(),
+                unit.step(), why);
+  const std::string error =
+      NearMemoryCap(guard_.bounds)
+          ? MemoryBoundError(guard_.bounds,
+                             absl::DeadlineExceededError(absl::StrCat(
+                                 "it stopped making progress at the cap, waiting for memory "
+                                 "the kernel refuses, and ", why)))
+          : why;
+  pb::FailWorkRequest request;
+  request.set_lease_id(unit.lease_id());
+  request.set_kind(pb::FailWorkRequest::KIND_FAILED);
+  request.set_error(absl::StrCat("worker '", name_, "': ", error));
+  // Refused when the lease has ended meanwhile (a cancel); unreachable: the lease expires.
+  client_->Fail(request, kAbandonPatience).IgnoreError();
+  guard_.abandon_process();
 }
 
 }  // namespace anisoscope::worker

@@ -23,7 +23,10 @@
 #include "analysis/extractor/extractor.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "common/file_gate.h"
+#include "absl/synchronization/mutex.h"
 #include "worker/lease_keeper.h"
+#include "worker/step_bounds.h"
+#include "worker/step_watchdog.h"
 #include "worker/work_client.h"
 
 namespace anisoscope::worker {
@@ -34,11 +37,18 @@ using ExtractorFactory =
 
 class UnitRunner {
  public:
+  // What bounds a step, and what ends the process when a step cannot be stopped.
+  struct Guard {
+    StepBounds bounds;
+    // Ends the process (a step past its deadline is abandoned: nothing inside the process
+    // can stop it). Null: no watchdog (threads sharing a process, e.g. tests).
+    std::function<void()> abandon_process;
+  };
+
   // None is owned; all outlive the runner. `own_files` is the worker's own gate (its
   // --allow-root; the server's roots for an embedded worker).
   UnitRunner(const ExtractorFactory* factory, const FileGate* own_files, WorkClient* client,
-             std::string worker_name)
-      : factory_(factory), own_files_(own_files), client_(client), name_(std::move(worker_name)) {}
+             std::string worker_name, Guard guard = {});
 
   ~UnitRunner() { Flush(); }
 
@@ -61,6 +71,9 @@ class UnitRunner {
   void StartUpload(const ::anisoscope::v1::WorkUnit& unit, std::unique_ptr<LeaseKeeper> keeper,
                    ::anisoscope::v1::CompleteWorkRequest request);
   void ReportFailure(const ::anisoscope::v1::WorkUnit& unit, const absl::Status& status);
+  // The watchdog's call for a step past its deadline: reports it failed, then abandons the
+  // process.
+  void Abandon(const std::string& why);
   // Starts reading the unit's next_checkpoint_path ahead through `files`.
   void PrefetchNext(const ::anisoscope::v1::WorkUnit& unit, const FileGate& files);
 
@@ -72,6 +85,10 @@ class UnitRunner {
   std::unique_ptr<analysis::Extractor> extractor_;
   std::thread upload_;                         // the upload in flight
   analysis::CheckpointPrefetcher prefetcher_;  // reads the next unit's checkpoint ahead
+  const Guard guard_;
+  absl::Mutex unit_mu_;
+  ::anisoscope::v1::WorkUnit unit_ ABSL_GUARDED_BY(unit_mu_);  // the one being run
+  std::unique_ptr<StepWatchdog> watchdog_;  // null without guard_.abandon_process
 };
 
 }  // namespace anisoscope::worker

@@ -15,7 +15,7 @@ WorkerLoop::WorkerLoop(const Options& options, pb::WorkerService::StubInterface*
                        const ExtractorFactory* factory, const FileGate* own_files)
     : options_(options),
       client_(stub, options.metadata),
-      runner_(factory, own_files, &client_, options.info.name()) {}
+      runner_(factory, own_files, &client_, options.info.name(), options.guard) {}
 
 int WorkerLoop::Run() {
   int units = 0;

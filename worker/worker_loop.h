@@ -31,6 +31,8 @@ class WorkerLoop {
     absl::Duration lease_wait = absl::Seconds(20);
     // Metadata sent with every call (e.g. the embedded workers' key).
     WorkClient::Metadata metadata;
+    // The step's bounds and the process's end for a step that cannot be stopped.
+    UnitRunner::Guard guard;
   };
 
   // None is owned; all outlive the loop.

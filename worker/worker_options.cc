@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/embedded_worker_key.h"
 #include "common/host_port.h"
 #include "common/version.h"
 #include "worker/extractor_flags.h"
@@ -27,7 +29,8 @@ std::string DefaultName() {
   return absl::StrCat(host, "-", getpid());
 }
 
-std::string CheckHostPort(const std::string& value) {
+std::string CheckServer(const std::string& value) {
+  if (absl::StartsWith(value, "unix:") && value.size() > 5) return "";
   const absl::StatusOr<HostPort> parsed = ParseHostPort(value);
   return parsed.ok() ? std::string() : std::string(parsed.status().message());
 }
@@ -40,16 +43,17 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
   CLI::App app(kDescription, "anisoscope-worker");
   app.set_version_flag("--version", VersionLine("anisoscope-worker"), "print the version, then exit");
   app.add_option("--server", options.server,
-                 "HOST:PORT of anisoscope-server (default: $ANISOSCOPE_SERVER)")
+                 "HOST:PORT of anisoscope-server, or unix:PATH (default: $ANISOSCOPE_SERVER)")
       ->envname("ANISOSCOPE_SERVER")
       ->required()
-      ->check(CLI::Validator(CheckHostPort, "HOST:PORT"));
+      ->check(CLI::Validator(CheckServer, "HOST:PORT"));
   app.add_option("--allow-root", options.allow_roots,
                  "directory checkpoints and probe texts may be read from; repeatable; the worker "
                  "refuses anything else the server sends")
       ->required()
       ->take_all();
   AddExtractorFlags(app, options.extractor, /*with_dtype=*/false);
+  AddStepBoundFlags(app, options.bounds);
   app.add_option("--name", options.name, "this worker's name in job status (default HOST-PID)");
   app.add_option("--max-units", options.max_units,
                  "exit 0 after this many checkpoints; 0: no limit")
@@ -83,6 +87,10 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
     return parsed;
   }
   if (options.name.empty()) options.name = DefaultName();
+  if (const char* key = std::getenv(kEmbeddedWorkerKeyVariable)) {
+    options.embedded_key = key;
+    unsetenv(kEmbeddedWorkerKeyVariable);
+  }
   if (!options.token_file.empty()) {
     std::ifstream in(options.token_file);
     std::getline(in, options.token);

@@ -7,17 +7,24 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/extractor/extractor.h"
+#include "worker/step_bounds.h"
 
 namespace anisoscope::worker {
 
 struct WorkerOptions {
-  // --server: HOST:PORT of anisoscope-server; default $ANISOSCOPE_SERVER.
+  // --server: HOST:PORT of anisoscope-server, or unix:PATH (how the server's own worker
+  // processes reach it); default $ANISOSCOPE_SERVER.
   std::string server;
+  // The embedded workers' key, from $ANISOSCOPE_EMBEDDED_KEY (removed from the environment
+  // once read); empty for other workers.
+  std::string embedded_key;
   // --allow-root (repeatable, at least one): the only directories this worker reads
   // checkpoints and probe texts from, whatever the server sends.
   std::vector<std::string> allow_roots;
   // --device, --threads, --batch-size (the dtype comes from the server with each unit).
   analysis::TorchExtractorOptions extractor;
+  // --step-timeout, --worker-memory-max.
+  StepBounds bounds;
   // --name: shown in job status; default HOSTNAME-PID.
   std::string name;
   // --max-units: exit 0 after this many units; 0: no limit.

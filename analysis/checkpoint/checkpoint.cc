@@ -1,5 +1,6 @@
 #include "analysis/checkpoint/checkpoint.h"
 
+#include <cstdint>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -30,6 +31,12 @@ absl::StatusOr<nlohmann::json> ReadConfig(const fs::path& dir, const FileGate& g
         absl::StrCat((dir / "config.json").string(), ": not a JSON object"));
   }
   return config;
+}
+
+at::Tensor StoredTensor::Aligned() const {
+  if (!tensor.defined() || tensor.numel() == 0) return tensor;
+  const auto address = reinterpret_cast<uintptr_t>(tensor.data_ptr());
+  return address % tensor.element_size() == 0 ? tensor : tensor.clone();
 }
 
 const StoredTensor* Checkpoint::Find(const std::string& name) const {

@@ -3,7 +3,8 @@
 // Reads config.json and the weights: model.safetensors (mmap, zero-copy), pytorch_model.bin
 // (torch.save zip; the pickle is interpreted, never executed), or a sharded set described
 // by model.safetensors.index.json / pytorch_model.bin.index.json. Tensors keep their stored
-// dtype (F32, F16, BF16); models convert them. Immutable after Load; thread-compatible.
+// dtype (F32, F16, BF16); models convert them. Misaligned tensors are copied only when used.
+// Immutable after Load; thread-compatible.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -22,8 +23,15 @@ namespace anisoscope::analysis {
 
 // A tensor and the weight file it came from (for error messages).
 struct StoredTensor {
+  // A view of the mapped file; its address may be misaligned for its dtype (a file whose
+  // header length or offsets are not multiples of it): read it through Aligned().
   at::Tensor tensor;
   std::filesystem::path file;
+
+  // `tensor` where its data is aligned for its dtype; otherwise a copy of it, made here, on
+  // use, so that a misaligned tensor costs memory only when a model reads it (once), never
+  // at load. Allocates only in that case; thread-safe.
+  at::Tensor Aligned() const;
 };
 
 class Checkpoint {

@@ -1,5 +1,7 @@
 #include "analysis/checkpoint/pickle_value.h"
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -56,6 +58,17 @@ absl::StatusOr<ValuePtr> RebuildTensor(const std::vector<ValuePtr>& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor view (offset ", offset, ", last element ", last,
                      ") runs past its storage of ", storage.numel(), " elements"));
+  }
+  // A view with more elements than its storage repeats them (a zero stride): a copy of it
+  // could dwarf the file, and torch.save writes none for a state dict.
+  int64_t numel = 1;
+  for (const int64_t dim : size) {
+    if (__builtin_mul_overflow(numel, dim, &numel)) numel = INT64_MAX;
+  }
+  if (!empty && numel > storage.numel()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor view of ", numel, " elements repeats its storage of ", storage.numel(),
+                     " elements (overlapping views are refused)"));
   }
   ValuePtr v = MakeValue(Value::Kind::kTensor);
   v->tensor = empty ? at::empty(size, storage.options()) : storage.as_strided(size, stride, offset);

@@ -3,38 +3,16 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/checkpoint/mapped_file.h"
-#include "common/json_error.h"
+#include "analysis/checkpoint/safetensors_header.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
-namespace {
-
-using OrderedJson = nlohmann::ordered_json;
-
-// Reads one non-negative integer array field of a header entry.
-absl::Status ReadUintArray(const OrderedJson& entry, const char* field, const std::string& where,
-                           std::vector<uint64_t>* out) {
-  const auto it = entry.find(field);
-  if (it == entry.end() || !it->is_array()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, " has no '", field, "' array"));
-  }
-  for (const OrderedJson& value : *it) {
-    if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, " field '", field, "' holds ",
-                                                     value.dump(), ", not a non-negative integer"));
-    }
-    out->push_back(value.get<uint64_t>());
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 bool SafetensorsDtype(const std::string& name, at::ScalarType* dtype) {
   static const std::pair<const char*, at::ScalarType> kDtypes[] = {
@@ -49,6 +27,54 @@ bool SafetensorsDtype(const std::string& name, at::ScalarType* dtype) {
   }
   return false;
 }
+
+namespace {
+
+// The dtype of `entry` once its dtype is known, its shape's size fits and agrees with its
+// data_offsets, and those lie in the data section.
+absl::StatusOr<at::ScalarType> CheckEntry(const SafetensorsEntry& entry, uint64_t data_size,
+                                          const std::string& label) {
+  const std::string where = DescribeSafetensorsTensor(label, entry.name);
+  at::ScalarType dtype;
+  if (!SafetensorsDtype(entry.dtype, &dtype)) {
+    // A dtype is quoted only when it is short: no error carries a long run of a file.
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has unsupported dtype ",
+                     entry.dtype.size() <= 16 ? absl::StrCat("'", entry.dtype, "'")
+                                              : absl::StrCat("of ", entry.dtype.size(), " bytes")));
+  }
+  const std::vector<uint64_t>& offsets = entry.data_offsets;
+  if (offsets.size() != 2 || offsets[0] > offsets[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " data_offsets is not [begin, end]"));
+  }
+  if (entry.shape.size() > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " shape has over 64 dimensions"));
+  }
+  const uint64_t item_size = at::elementSize(dtype);
+  constexpr uint64_t kMaxBytes = std::numeric_limits<int64_t>::max();
+  uint64_t numel = 1;
+  for (uint64_t dim : entry.shape) {
+    // Every dimension fits an int64_t, and so does the product of all in bytes.
+    if (dim > kMaxBytes / item_size || (dim > 0 && numel > kMaxBytes / item_size / dim)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " shape is too large"));
+    }
+    numel *= dim;
+  }
+  const std::string offsets_text =
+      absl::StrCat("data_offsets [", offsets[0], ", ", offsets[1], "]");
+  if (offsets[1] > data_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " ", offsets_text, " end past the data section (", data_size, " bytes)"));
+  }
+  if (offsets[1] - offsets[0] != numel * item_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " ", offsets_text, " span ", offsets[1] - offsets[0], " bytes but shape [",
+        absl::StrJoin(entry.shape, ", "), "] of ", entry.dtype, " needs ", numel * item_size));
+  }
+  return dtype;
+}
+
+}  // namespace
 
 absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file,
                                              const FileGate& gate) {
@@ -71,77 +97,35 @@ absl::StatusOr<NamedTensors> ReadSafetensors(const std::filesystem::path& file,
     return absl::InvalidArgumentError(
         absl::StrCat(label, ": header longer than ", kMaxHeaderBytes, " bytes"));
   }
-  const char* header_begin = reinterpret_cast<const char*>(mapped->data() + 8);
-  OrderedJson header;
-  try {
-    header = OrderedJson::parse(header_begin, header_begin + header_size);
-  } catch (const OrderedJson::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(label, ": header is not valid JSON: ", JsonErrorText(e)));
-  }
-  if (!header.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": header is not a JSON object"));
-  }
+  const std::string_view header(reinterpret_cast<const char*>(mapped->data() + 8), header_size);
+  ASSIGN_OR_RETURN(const std::vector<SafetensorsEntry> entries,
+                   ParseSafetensorsHeader(header, label));
 
   uint8_t* data_begin = mapped->data() + 8 + header_size;
   const uint64_t data_size = mapped->size() - 8 - header_size;
+  std::vector<at::ScalarType> dtypes;
+  std::vector<std::vector<int64_t>> sizes;
+  for (const SafetensorsEntry& entry : entries) {
+    ASSIGN_OR_RETURN(at::ScalarType dtype, CheckEntry(entry, data_size, label));
+    dtypes.push_back(dtype);
+    sizes.emplace_back(entry.shape.begin(), entry.shape.end());
+  }
+  RETURN_IF_ERROR(CheckSafetensorsLayout(entries, data_size, label));
+
   NamedTensors tensors;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
-    const std::string where = absl::StrCat(label, ": tensor '", name, "'");
-    if (!entry.is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, " is not a JSON object"));
-    }
-    const auto dtype_it = entry.find("dtype");
-    if (dtype_it == entry.end() || !dtype_it->is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, " has no 'dtype' string"));
-    }
-    at::ScalarType dtype;
-    if (!SafetensorsDtype(dtype_it->get<std::string>(), &dtype)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has unsupported dtype '", dtype_it->get<std::string>(), "'"));
-    }
-    std::vector<uint64_t> shape, offsets;
-    RETURN_IF_ERROR(ReadUintArray(entry, "shape", where, &shape));
-    RETURN_IF_ERROR(ReadUintArray(entry, "data_offsets", where, &offsets));
-    if (offsets.size() != 2 || offsets[0] > offsets[1]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " data_offsets [", absl::StrJoin(offsets, ", "), "] is not [begin, end]"));
-    }
-    const uint64_t item_size = at::elementSize(dtype);
-    uint64_t numel = 1;
-    std::vector<int64_t> sizes;
-    for (uint64_t dim : shape) {
-      if (dim > 0 && numel > std::numeric_limits<int64_t>::max() / item_size / dim) {
-        return absl::InvalidArgumentError(absl::StrCat(where, " shape is too large"));
-      }
-      numel *= dim;
-      sizes.push_back(static_cast<int64_t>(dim));
-    }
-    const std::string offsets_text =
-        absl::StrCat("data_offsets [", offsets[0], ", ", offsets[1], "]");
-    if (offsets[1] > data_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " ", offsets_text, " end past the data section (", data_size, " bytes)"));
-    }
-    if (offsets[1] - offsets[0] != numel * item_size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " ", offsets_text, " span ", offsets[1] - offsets[0],
-                       " bytes but shape [", absl::StrJoin(shape, ", "), "] of ",
-                       dtype_it->get<std::string>(), " needs ", numel * item_size));
-    }
-    const auto options = at::TensorOptions().dtype(dtype);
-    uint8_t* begin = data_begin + offsets[0];
+  tensors.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto options = at::TensorOptions().dtype(dtypes[i]);
     at::Tensor tensor;
-    if (numel == 0) {
-      tensor = at::empty(sizes, options);
+    if (entries[i].data_offsets[0] == entries[i].data_offsets[1]) {
+      tensor = at::empty(sizes[i], options);
     } else {
-      // The deleter owns a reference to the mapping, which outlives every view.
+      // The deleter owns a reference to the mapping, which outlives every view. A view
+      // misaligned for its dtype stays a view: StoredTensor::Aligned copies it on use.
       tensor = at::from_blob(
-          begin, sizes, [mapped](void*) {}, options);
-      if (reinterpret_cast<uintptr_t>(begin) % item_size != 0) tensor = tensor.clone();
+          data_begin + entries[i].data_offsets[0], sizes[i], [mapped](void*) {}, options);
     }
-    tensors.emplace_back(name, std::move(tensor));
+    tensors.emplace_back(entries[i].name, std::move(tensor));
   }
   return tensors;
 }

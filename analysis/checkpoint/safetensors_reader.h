@@ -2,10 +2,12 @@
 //
 // Layout: 8-byte little-endian header length N, N bytes of JSON
 // {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {...}}, then the data.
-// Every field is validated before any tensor is made. Tensors whose data is aligned for
-// their dtype view the mapping without a copy (each holds a reference that keeps the
-// mapping alive; the mapping is private copy-on-write, so writes never reach the file);
-// misaligned ones are copied. Thread-safe (no shared state).
+// The header is parsed in linear time and every field, and the layout the format demands
+// (tensors contiguous from 0, not overlapping, filling the data), validated before any
+// tensor is made (safetensors_header.h). Tensors view the mapping without a copy (each holds
+// a reference that keeps the mapping alive; the mapping is private copy-on-write, so writes
+// never reach the file), misaligned ones too: StoredTensor::Aligned copies those on use.
+// Thread-safe (no shared state).
 #pragma once
 
 #include <ATen/ATen.h>

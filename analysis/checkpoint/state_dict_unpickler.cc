@@ -16,10 +16,26 @@
 namespace anisoscope::analysis {
 namespace {
 
+// What the objects a pickle builds may cost, in bytes of heap per byte of the pickle and
+// a constant on top: a torch.save state dict costs about 30 bytes per byte of its pickle
+// (every object memoized), so the constant admits some 4,000 tensors in one file, while an
+// opcode that makes an object from one byte (EMPTY_LIST, DUP) is stopped at twice the
+// pickle's size plus the constant instead of 175 times its size.
+constexpr uint64_t kBudgetPerByte = 2;
+constexpr uint64_t kBudgetBase = uint64_t{16} << 20;
+// The heap each thing costs, as charged against the budget (allocator overhead included).
+constexpr uint64_t kValueBytes = sizeof(Value) + 32;  // make_shared's block
+constexpr uint64_t kSlotBytes = 16;                   // a ValuePtr in a vector
+constexpr uint64_t kMemoBytes = 64;                   // an unordered_map node and bucket
+constexpr uint64_t kTensorBytes = 512;                // a TensorImpl and its sizes
+
 class Unpickler {
  public:
   Unpickler(std::string_view pickle, const std::string& label, const StorageLoader& loader)
-      : in_(pickle), label_(label), loader_(loader) {}
+      : in_(pickle),
+        budget_(kBudgetBase + kBudgetPerByte * pickle.size()),
+        label_(label),
+        loader_(loader) {}
   // Unlinks every container first, so that deep or cyclic pickles free without recursion.
   ~Unpickler() {
     for (const ValuePtr& v : containers_) {
@@ -58,12 +74,26 @@ class Unpickler {
     pos_ = end + 1;
     return line;
   }
+  // Pushes `v`, charging its slot and, when it is new (no other reference), the value.
   void Push(ValuePtr v) {
+    charged_ += kSlotBytes;
     const Value::Kind kind = v->kind;
-    if (kind == Value::Kind::kTuple || kind == Value::Kind::kList || kind == Value::Kind::kDict) {
-      containers_.push_back(v);
+    if (v.use_count() == 1) {
+      charged_ += kValueBytes + v->text.size() + v->items.size() * kSlotBytes +
+                  v->entries.size() * 2 * kSlotBytes + (v->tensor.defined() ? kTensorBytes : 0);
+      if (kind == Value::Kind::kTuple || kind == Value::Kind::kList || kind == Value::Kind::kDict) {
+        charged_ += kSlotBytes;
+        containers_.push_back(v);
+      }
     }
     stack_.push_back(std::move(v));
+  }
+  // OK while what the pickle built so far fits the budget (the bound of the header).
+  absl::Status CheckBudget() const {
+    if (charged_ <= budget_) return absl::OkStatus();
+    return Error(absl::StrCat("builds more objects than ", kBudgetPerByte,
+                              " bytes per byte of its ", in_.size(), " bytes plus ",
+                              kBudgetBase >> 20, " MiB allow: not a state dict"));
   }
   absl::StatusOr<ValuePtr> Pop() {
     if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) {
@@ -94,6 +124,8 @@ class Unpickler {
   absl::Status PersistentLoad();
 
   std::string_view in_;
+  const uint64_t budget_;  // bytes of objects the pickle may build
+  uint64_t charged_ = 0;   // bytes of objects built so far (never credited back)
   size_t pos_ = 0;
   size_t op_pos_ = 0;
   const std::string& label_;
@@ -145,6 +177,7 @@ absl::Status Unpickler::PersistentLoad() {
     ASSIGN_OR_RETURN(at::Tensor storage, loader_(key, dtype, f[4]->int_value));
     ValuePtr v = MakeValue(Value::Kind::kStorage);
     v->tensor = std::move(storage);
+    charged_ += kValueBytes + kTensorBytes + key.size();
     it = storages_.emplace(key, std::move(v)).first;
   } else if (it->second->tensor.scalar_type() != dtype) {
     return Error(absl::StrCat("storage '", key, "' is used with two dtypes"));
@@ -156,6 +189,7 @@ absl::Status Unpickler::PersistentLoad() {
 absl::StatusOr<ValuePtr> Unpickler::Run() {
   using K = Value::Kind;
   while (true) {
+    RETURN_IF_ERROR(CheckBudget());
     op_pos_ = pos_;
     const char* p = nullptr;
     RETURN_IF_ERROR(Read(1, &p));
@@ -172,6 +206,7 @@ absl::StatusOr<ValuePtr> Unpickler::Run() {
         return result;
       }
       case '(':
+        charged_ += kSlotBytes;  // a size_t, and the vector's doubling
         marks_.push_back(stack_.size());
         break;  // MARK
       case '0':
@@ -308,6 +343,7 @@ absl::StatusOr<ValuePtr> Unpickler::Run() {
           ASSIGN_OR_RETURN(index, ReadUint(op == 'q' ? 1 : 4));
         }
         if (stack_.empty()) return Error("PUT on an empty stack");
+        charged_ += kMemoBytes;
         memo_[index] = stack_.back();
         break;
       }
@@ -330,6 +366,7 @@ absl::StatusOr<ValuePtr> Unpickler::Run() {
         }
         ASSIGN_OR_RETURN(ValuePtr dict, Top(K::kDict, op == 's' ? "SETITEM" : "SETITEMS"));
         if (items.size() % 2 != 0) return Error("SETITEMS has an odd number of items");
+        charged_ += items.size() * kSlotBytes;
         for (size_t i = 0; i < items.size(); i += 2) {
           dict->entries.emplace_back(items[i], items[i + 1]);
         }
@@ -344,6 +381,7 @@ absl::StatusOr<ValuePtr> Unpickler::Run() {
           ASSIGN_OR_RETURN(items, PopToMark());
         }
         ASSIGN_OR_RETURN(ValuePtr list, Top(K::kList, op == 'a' ? "APPEND" : "APPENDS"));
+        charged_ += items.size() * kSlotBytes;
         for (ValuePtr& item : items) list->items.push_back(std::move(item));
         break;
       }

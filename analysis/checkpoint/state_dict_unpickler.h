@@ -7,7 +7,10 @@
 // ever imported or called. Persistent ids ('storage', type, key, location, numel) are
 // resolved through a caller-supplied loader; tensors are strided views of those storages,
 // so tensors sharing a storage share memory. Attribute state set with BUILD on a dict
-// (the `_metadata` of a state dict) is ignored. Stateless; thread-safe.
+// (the `_metadata` of a state dict) is ignored. Memory is bounded by the pickle's size:
+// the objects it builds (values, stack and container slots, memo entries, marks) are
+// charged as they are made, and a pickle charged more than 2 bytes per byte of itself plus
+// 16 MiB is refused (a state dict needs far less than the constant). Stateless; thread-safe.
 #pragma once
 
 #include <ATen/ATen.h>

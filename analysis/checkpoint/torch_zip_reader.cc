@@ -41,8 +41,8 @@ absl::StatusOr<std::string> ArchiveFolder(const ZipArchive& archive, const std::
   return folder;
 }
 
-// A view of one storage record in the mapping (a copy where it is not aligned for its
-// dtype); the tensor keeps the mapping alive.
+// A view of one storage record in the mapping, even where it is not aligned for its dtype
+// (StoredTensor::Aligned copies what a model uses); the tensor keeps the mapping alive.
 absl::StatusOr<at::Tensor> ViewStorage(const ZipArchive& archive, const std::string& folder,
                                        const std::string& label, const std::string& key,
                                        at::ScalarType dtype, int64_t numel) {
@@ -68,7 +68,7 @@ absl::StatusOr<at::Tensor> ViewStorage(const ZipArchive& archive, const std::str
   std::shared_ptr<MappedFile> mapped = archive.file();
   at::Tensor view = at::from_blob(
       entry->data, {numel}, [mapped](void*) {}, options);
-  return reinterpret_cast<uintptr_t>(entry->data) % item_size == 0 ? view : view.clone();
+  return view;
 }
 
 }  // namespace

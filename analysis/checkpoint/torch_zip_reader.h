@@ -4,7 +4,7 @@
 // <archive>/data.pkl is interpreted by UnpickleStateDict (never executed) and each storage
 // <archive>/data/<key> is viewed in place, as safetensors are: tensors keep the mapping
 // alive and share it where they share a storage; a record not aligned for its dtype is
-// copied. LibTorch exceptions become statuses naming the file. Blocks on file I/O (page
+// viewed too (StoredTensor::Aligned copies, on use, what a model reads of it). LibTorch exceptions become statuses naming the file. Blocks on file I/O (page
 // faults as tensors are read); thread-safe (no shared state).
 #pragma once
 

@@ -3,12 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/checkpoint/mapped_file.h"
+#include "analysis/checkpoint/safetensors_header.h"
 #include "analysis/checkpoint/zip_archive.h"
 #include "common/json_error.h"
 #include "common/status_macros.h"
@@ -78,16 +80,13 @@ absl::Status CheckSafetensorsWhole(const fs::path& file, const FileGate& gate) {
       static_cast<ssize_t>(header_length)) {
     return absl::UnavailableError(absl::StrCat(file.string(), ": header not written yet"));
   }
+  const absl::StatusOr<std::vector<SafetensorsEntry>> entries =
+      ParseSafetensorsHeader(header, file.string());
+  // Malformed for good: whole as far as waiting goes; the loader names what is wrong.
+  if (!entries.ok()) return absl::OkStatus();
   uint64_t data_end = 0;
-  try {
-    const nlohmann::json tensors = nlohmann::json::parse(header);
-    for (auto it = tensors.begin(); it != tensors.end(); ++it) {
-      if (it.key() == "__metadata__") continue;
-      data_end = std::max(data_end, it.value().at("data_offsets").at(1).get<uint64_t>());
-    }
-  } catch (const nlohmann::json::exception&) {
-    // Malformed for good: whole as far as waiting goes; the loader names what is wrong.
-    return absl::OkStatus();
+  for (const SafetensorsEntry& entry : *entries) {
+    if (entry.data_offsets.size() == 2) data_end = std::max(data_end, entry.data_offsets[1]);
   }
   const uint64_t extent = sizeof(length_bytes) + header_length + data_end;
   if (size < extent) {

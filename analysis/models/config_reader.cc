@@ -9,14 +9,27 @@ std::string ConfigReader::Describe(const std::string& field) const {
   return absl::StrCat(file_.string(), ": field '", field, "'");
 }
 
+namespace {
+
+// What a field holds, as an error may say it: a number is quoted, any other value only
+// named by its type (its text is the file's, and may be long).
+std::string Shown(const nlohmann::json& value) {
+  return value.is_number() || value.is_boolean() || value.is_null()
+             ? value.dump()
+             : absl::StrCat("a JSON ", value.type_name());
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> ConfigReader::PositiveInt(const std::string& field) const {
   if (!config_.is_object() || !config_.contains(field)) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(field), " is missing"));
   }
   const nlohmann::json& value = config_.at(field);
-  if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Describe(field), " must be a positive integer, got ", value.dump()));
+  if (!value.is_number_integer() || value.get<int64_t>() <= 0 || value.get<int64_t>() > kMaxInt) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(field),
+                                                   " must be a positive integer of at most ",
+                                                   kMaxInt, ", got ", Shown(value)));
   }
   return value.get<int64_t>();
 }
@@ -33,7 +46,7 @@ absl::StatusOr<double> ConfigReader::PositiveNumber(const std::string& field,
   const nlohmann::json& value = config_.at(field);
   if (!value.is_number() || value.get<double>() <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Describe(field), " must be a positive number, got ", value.dump()));
+        absl::StrCat(Describe(field), " must be a positive number, got ", Shown(value)));
   }
   return value.get<double>();
 }
@@ -44,7 +57,7 @@ absl::StatusOr<std::string> ConfigReader::String(const std::string& field,
   const nlohmann::json& value = config_.at(field);
   if (!value.is_string()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Describe(field), " must be a string, got ", value.dump()));
+        absl::StrCat(Describe(field), " must be a string, got ", Shown(value)));
   }
   return value.get<std::string>();
 }
@@ -54,7 +67,7 @@ absl::StatusOr<bool> ConfigReader::Bool(const std::string& field, bool default_v
   const nlohmann::json& value = config_.at(field);
   if (!value.is_boolean()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Describe(field), " must be true or false, got ", value.dump()));
+        absl::StrCat(Describe(field), " must be true or false, got ", Shown(value)));
   }
   return value.get<bool>();
 }

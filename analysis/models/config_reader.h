@@ -1,4 +1,5 @@
-// ConfigReader: typed access to config.json fields with errors naming file and field.
+// ConfigReader: typed access to config.json fields with errors naming file and field, and
+// quoting no text of the file (numbers only).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,13 @@ class ConfigReader {
   ConfigReader(const nlohmann::json& config, const std::filesystem::path& file)
       : config_(config), file_(file) {}
 
-  // A positive integer field; INVALID_ARGUMENT when missing, mistyped or not positive.
+  // The largest integer a field may hold: a sane range for every size a model has (2^24:
+  // vocabularies, hidden sizes, heads, layers, positions), so that no product of two
+  // overflows and nothing is sized from a number the weights have not confirmed.
+  static constexpr int64_t kMaxInt = int64_t{1} << 24;
+
+  // A positive integer field of at most kMaxInt; INVALID_ARGUMENT when missing, mistyped,
+  // not positive or larger.
   absl::StatusOr<int64_t> PositiveInt(const std::string& field) const;
   // The same with a default for a missing field.
   absl::StatusOr<int64_t> PositiveInt(const std::string& field, int64_t default_value) const;

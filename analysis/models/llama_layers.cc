@@ -7,7 +7,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/models/config_reader.h"
-#include "analysis/models/rotary_frequencies.h"
 #include "common/status_macros.h"
 
 namespace anisoscope::analysis {
@@ -77,7 +76,7 @@ absl::StatusOr<LlamaConfig> LlamaConfig::FromConfig(const nlohmann::json& json,
       config.max_positions_key = "sliding_window";
     }
   }
-  ASSIGN_OR_RETURN(config.inv_freq, RotaryInverseFrequencies(reader, json, config.head_dim));
+  ASSIGN_OR_RETURN(config.rotary, ReadRotaryScaling(reader, json));
   return config;
 }
 
@@ -93,8 +92,9 @@ RotaryTables LlamaConfig::Rotary(int64_t length, const at::Device& device,
                                  at::ScalarType dtype) const {
   // HF LlamaRotaryEmbedding: over the whole head, from the config's (scaled) frequencies.
   return MakeRotaryTables(
-      at::tensor(inv_freq, at::TensorOptions().dtype(at::kDouble)).to(device, at::kFloat), length,
-      dtype);
+      at::tensor(rotary.InverseFrequencies(head_dim), at::TensorOptions().dtype(at::kDouble))
+          .to(device, at::kFloat),
+      length, dtype);
 }
 
 absl::StatusOr<LlamaAttention> LlamaAttention::Load(const WeightLookup& weights,

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/models/model_layers.h"
 #include "analysis/models/model_shape.h"
+#include "analysis/models/rotary_frequencies.h"
 #include "analysis/models/transformer_model.h"
 #include "analysis/models/weight_lookup.h"
 
@@ -36,7 +37,9 @@ struct LlamaConfig {
   bool qkv_bias = false;     // q/k/v projections (attention_bias; always for Qwen2)
   bool output_bias = false;  // o_proj (attention_bias)
   bool mlp_bias = false;
-  std::vector<double> inv_freq;  // rotary_frequencies.h, head_dim / 2 of them
+  // rotary_frequencies.h; the table (head_dim / 2 frequencies) is made by Rotary, only
+  // once the weights have confirmed head_dim.
+  RotaryScaling rotary;
 
   // Reads config.json (`json`, read from `file`), rms_norm_eps defaulting to
   // `default_rms_norm_eps` (the family's). Errors name the file and the field.

@@ -16,44 +16,40 @@ constexpr double kPi = 3.14159265358979323846;
 absl::StatusOr<double> ScalingNumber(const ConfigReader& reader, const std::string& field_name,
                                      const nlohmann::json& scaling, const std::string& key) {
   if (!scaling.contains(key) || !scaling[key].is_number() || scaling[key].get<double>() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(reader.Describe(field_name),
-                                                   " needs a positive number '", key, "' (has ",
-                                                   scaling.dump(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.Describe(field_name), " needs a positive number '", key, "'"));
   }
   return scaling[key].get<double>();
 }
 
-// Llama 3.1: frequencies whose wavelength exceeds original / low_freq_factor are divided by
-// factor, those under original / high_freq_factor kept, those between interpolated.
-absl::Status ApplyLlama3(const ConfigReader& reader, const std::string& field_name,
-                         const nlohmann::json& scaling, std::vector<double>& inv_freq) {
-  ASSIGN_OR_RETURN(const double factor, ScalingNumber(reader, field_name, scaling, "factor"));
-  ASSIGN_OR_RETURN(const double low, ScalingNumber(reader, field_name, scaling, "low_freq_factor"));
-  ASSIGN_OR_RETURN(const double high,
-                   ScalingNumber(reader, field_name, scaling, "high_freq_factor"));
-  ASSIGN_OR_RETURN(const double original,
-                   ScalingNumber(reader, field_name, scaling, "original_max_position_embeddings"));
-  if (high <= low) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        reader.Describe(field_name), " has high_freq_factor <= low_freq_factor: ", scaling.dump()));
-  }
-  for (double& frequency : inv_freq) {
-    const double wavelength = 2 * kPi / frequency;
-    if (wavelength > original / low) {
-      frequency /= factor;
-    } else if (wavelength >= original / high) {
-      const double smooth = (original / wavelength - low) / (high - low);
-      frequency = (1 - smooth) * frequency / factor + smooth * frequency;
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
-absl::StatusOr<std::vector<double>> RotaryInverseFrequencies(const ConfigReader& reader,
-                                                             const nlohmann::json& config,
-                                                             int64_t rotary_dims) {
+std::vector<double> RotaryScaling::InverseFrequencies(int64_t rotary_dims) const {
+  std::vector<double> inv_freq;
+  for (int64_t i = 0; i < rotary_dims; i += 2) {
+    inv_freq.push_back(1.0 / std::pow(theta, static_cast<double>(i) / rotary_dims));
+  }
+  if (type == Type::kLinear) {
+    for (double& frequency : inv_freq) frequency /= factor;
+  } else if (type == Type::kLlama3) {
+    // Llama 3.1: frequencies whose wavelength exceeds original / low_freq_factor are divided
+    // by factor, those under original / high_freq_factor kept, those between interpolated.
+    const double low = low_freq_factor, high = high_freq_factor;
+    for (double& frequency : inv_freq) {
+      const double wavelength = 2 * kPi / frequency;
+      if (wavelength > original_max_positions / low) {
+        frequency /= factor;
+      } else if (wavelength >= original_max_positions / high) {
+        const double smooth = (original_max_positions / wavelength - low) / (high - low);
+        frequency = (1 - smooth) * frequency / factor + smooth * frequency;
+      }
+    }
+  }
+  return inv_freq;
+}
+
+absl::StatusOr<RotaryScaling> ReadRotaryScaling(const ConfigReader& reader,
+                                                const nlohmann::json& config) {
   // transformers 5 keeps theta and the scaling in rope_parameters; earlier ones rope_theta
   // and rope_scaling.
   const bool parameters =
@@ -65,32 +61,42 @@ absl::StatusOr<std::vector<double>> RotaryInverseFrequencies(const ConfigReader&
     return absl::InvalidArgumentError(
         absl::StrCat(reader.Describe(field_name), " must be an object or null"));
   }
-  double theta = 10000;
+  RotaryScaling rotary;
   if (parameters && scaling.contains("rope_theta")) {
-    ASSIGN_OR_RETURN(theta, ScalingNumber(reader, field_name, scaling, "rope_theta"));
+    ASSIGN_OR_RETURN(rotary.theta, ScalingNumber(reader, field_name, scaling, "rope_theta"));
   } else {
-    ASSIGN_OR_RETURN(theta, reader.PositiveNumber("rope_theta", 10000));
-  }
-  std::vector<double> inv_freq;
-  for (int64_t i = 0; i < rotary_dims; i += 2) {
-    inv_freq.push_back(1.0 / std::pow(theta, static_cast<double>(i) / rotary_dims));
+    ASSIGN_OR_RETURN(rotary.theta, reader.PositiveNumber("rope_theta", 10000));
   }
   const char* type_key = scaling.contains("rope_type") ? "rope_type" : "type";
   const std::string type = scaling.contains(type_key) && scaling[type_key].is_string()
                                ? scaling[type_key].get<std::string>()
                                : "default";
-  if (type == "default" || type == "dynamic") return inv_freq;
+  if (type == "default" || type == "dynamic") return rotary;
   if (type == "linear") {
-    ASSIGN_OR_RETURN(const double factor, ScalingNumber(reader, field_name, scaling, "factor"));
-    for (double& frequency : inv_freq) frequency /= factor;
-    return inv_freq;
+    rotary.type = RotaryScaling::Type::kLinear;
+    ASSIGN_OR_RETURN(rotary.factor, ScalingNumber(reader, field_name, scaling, "factor"));
+    return rotary;
   }
   if (type == "llama3") {
-    RETURN_IF_ERROR(ApplyLlama3(reader, field_name, scaling, inv_freq));
-    return inv_freq;
+    rotary.type = RotaryScaling::Type::kLlama3;
+    ASSIGN_OR_RETURN(rotary.factor, ScalingNumber(reader, field_name, scaling, "factor"));
+    ASSIGN_OR_RETURN(rotary.low_freq_factor,
+                     ScalingNumber(reader, field_name, scaling, "low_freq_factor"));
+    ASSIGN_OR_RETURN(rotary.high_freq_factor,
+                     ScalingNumber(reader, field_name, scaling, "high_freq_factor"));
+    ASSIGN_OR_RETURN(
+        rotary.original_max_positions,
+        ScalingNumber(reader, field_name, scaling, "original_max_position_embeddings"));
+    if (rotary.high_freq_factor <= rotary.low_freq_factor) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.Describe(field_name), " has high_freq_factor <= low_freq_factor"));
+    }
+    return rotary;
   }
+  constexpr size_t kMaxQuoted = 32;  // a type name is quoted only when short
   return absl::InvalidArgumentError(
-      absl::StrCat(reader.Describe(field_name), " has rope type '", type,
+      absl::StrCat(reader.Describe(field_name), " has rope type '",
+                   type.size() <= kMaxQuoted ? type : type.substr(0, kMaxQuoted) + "...",
                    "', which is not supported (supported: default, linear, dynamic, llama3)"));
 }
 

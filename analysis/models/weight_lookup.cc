@@ -65,8 +65,9 @@ absl::StatusOr<at::Tensor> WeightLookup::Get(const std::string& name,
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor '", found_name, "' in ", stored->file.string(), " is not floating point"));
   }
-  if (target_.device().is_cpu()) return stored->tensor.contiguous();
-  return stored->tensor.to(target_).contiguous();
+  const at::Tensor tensor = stored->Aligned();
+  if (target_.device().is_cpu()) return tensor.contiguous();
+  return tensor.to(target_).contiguous();
 }
 
 }  // namespace anisoscope::analysis

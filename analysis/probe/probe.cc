@@ -2,71 +2,18 @@
 #include "analysis/probe/probe.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <istream>
 #include <limits>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/probe/probe_file.h"
-#include "common/json_error.h"
+#include "analysis/probe/token_line.h"
 #include "common/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace anisoscope::analysis {
-namespace {
-
-// The ids of one JSON line, or INVALID_ARGUMENT prefixed by `where` ("file line N").
-absl::StatusOr<std::vector<int64_t>> ParseIdLine(std::string_view line, const std::string& where) {
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for 1e999
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": not valid JSON (", JsonErrorText(e), ")"));
-  }
-  if (!value.is_array()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": expected a JSON array of token ids, got ", value.type_name()));
-  }
-  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": empty array"));
-  std::vector<int64_t> ids;
-  ids.reserve(value.size());
-  for (size_t i = 0; i < value.size(); ++i) {
-    const nlohmann::json& element = value[i];
-    const bool ok =
-        (element.is_number_unsigned() &&
-         element.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) ||
-        (element.is_number_integer() && !element.is_number_unsigned() &&
-         element.get<int64_t>() >= 0);
-    if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": element ", i, " is not a non-negative integer (got ", element.dump(), ")"));
-    }
-    ids.push_back(element.get<int64_t>());
-  }
-  return ids;
-}
-
-// Reads the next line of `in` (without its '\n') into `line`; false at the end of input.
-// Stops reading a line longer than `max_bytes` after its max_bytes + 1st byte.
-bool ReadLineUpTo(std::istream& in, int64_t max_bytes, std::string* line) {
-  line->clear();
-  std::streambuf* buffer = in.rdbuf();
-  bool any = false;
-  for (int c = buffer->sbumpc(); c != std::char_traits<char>::eof(); c = buffer->sbumpc()) {
-    any = true;
-    if (c == '\n') return true;
-    line->push_back(static_cast<char>(c));
-    if (static_cast<int64_t>(line->size()) > max_bytes) return true;
-  }
-  return any;
-}
-
-}  // namespace
 
 int64_t Probe::num_tokens() const {
   int64_t total = 0;
@@ -117,7 +64,6 @@ absl::StatusOr<Probe> ReadTokenProbe(const std::filesystem::path& file, int64_t 
   std::istream& in = opened->stream();
 
   std::vector<std::vector<int64_t>> samples;
-  std::string line;
   int64_t tokens = 0;
   const auto too_many = [&](int64_t line_number) {
     return absl::ResourceExhaustedError(absl::StrCat(file.string(), " line ", line_number,
@@ -129,14 +75,21 @@ absl::StatusOr<Probe> ReadTokenProbe(const std::filesystem::path& file, int64_t 
     const int64_t max_bytes = left >= std::numeric_limits<int64_t>::max() / kMaxBytesPerTokenId - 1
                                   ? std::numeric_limits<int64_t>::max() - 1
                                   : kMaxBytesPerTokenId * (left + 1);
-    if (!ReadLineUpTo(in, max_bytes, &line)) break;
-    if (static_cast<int64_t>(line.size()) > max_bytes) return too_many(line_number);
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    ASSIGN_OR_RETURN(std::vector<int64_t> ids,
-                     ParseIdLine(line, absl::StrCat(file.string(), " line ", line_number)));
-    tokens += std::min(static_cast<int64_t>(ids.size()), seq_len);
+    // Kept as read: seq_len ids, and never more than one past the bound.
+    const int64_t keep = left >= seq_len ? seq_len : left + 1;
+    absl::StatusOr<internal::TokenLine> line =
+        internal::ReadTokenLine(*in.rdbuf(), keep, max_bytes);
+    if (!line.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file.string(), " line ", line_number, ": ", line.status().message()));
+    }
+    using Kind = internal::TokenLine::Kind;
+    if (line->kind == Kind::kEnd) break;
+    if (line->kind == Kind::kTooLong) return too_many(line_number);
+    if (line->kind == Kind::kBlank) continue;
+    tokens += std::min(line->count, seq_len);
     if (tokens > max_tokens) return too_many(line_number);
-    samples.push_back(std::move(ids));
+    samples.push_back(std::move(line->ids));
   }
   if (in.bad()) {
     return absl::InvalidArgumentError(absl::StrCat("cannot read probe file: ", file.string()));

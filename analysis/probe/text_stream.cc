@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "common/status_macros.h"
+
 namespace anisoscope::analysis::internal {
 namespace {
 
@@ -38,7 +40,8 @@ size_t SafeCut(const std::string& text) {
 
 }  // namespace
 
-std::vector<int64_t> EncodeLeadingIds(std::istream& in, const Tokenizer& tokenizer, size_t count) {
+absl::StatusOr<std::vector<int64_t>> EncodeLeadingIds(std::istream& in, const Tokenizer& tokenizer,
+                                                      size_t count) {
   std::string text;
   const size_t max = std::numeric_limits<size_t>::max();
   size_t budget = std::max(kMinPrefixBytes, count > max / kBytesPerId ? max : kBytesPerId * count);
@@ -48,9 +51,9 @@ std::vector<int64_t> EncodeLeadingIds(std::istream& in, const Tokenizer& tokeniz
     }
     std::vector<int64_t> ids;
     if (!more) {
-      ids = tokenizer.Encode(text);
+      ASSIGN_OR_RETURN(ids, tokenizer.Encode(text));
     } else if (const size_t cut = SafeCut(text); cut > 0) {
-      ids = tokenizer.Encode(std::string_view(text).substr(0, cut));
+      ASSIGN_OR_RETURN(ids, tokenizer.Encode(std::string_view(text).substr(0, cut)));
     }
     if (!more || ids.size() >= count) {
       ids.resize(std::min(ids.size(), count));

@@ -7,6 +7,7 @@
 #include <istream>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "analysis/tokenizer/tokenizer.h"
 
 namespace anisoscope::analysis::internal {
@@ -20,7 +21,8 @@ namespace anisoscope::analysis::internal {
 // SentencePiece-style vocabulary ("▁" only leads a piece), so the prefix's ids are exactly
 // the leading ids of the whole text (assumed: no added token or vocabulary piece holds such
 // a pair; the windows goldens check it for every tokenizer family).
-// Read errors are left in `in`'s state.
-std::vector<int64_t> EncodeLeadingIds(std::istream& in, const Tokenizer& tokenizer, size_t count);
+// Read errors are left in `in`'s state; the tokenizer's error (tokenizer.h) is returned.
+absl::StatusOr<std::vector<int64_t>> EncodeLeadingIds(std::istream& in, const Tokenizer& tokenizer,
+                                                      size_t count);
 
 }  // namespace anisoscope::analysis::internal

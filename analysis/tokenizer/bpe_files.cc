@@ -194,6 +194,7 @@ absl::StatusOr<std::vector<PreTokenizerStep>> ParsePreTokenizer(const json& pre_
       return FieldError(file, field, "follows a ByteLevel step, which must come last");
     }
     PreTokenizerStep out;
+    out.field = field;
     if (type == "ByteLevel") {
       out.kind = PreTokenizerStep::Kind::kByteLevel;
       RETURN_IF_ERROR(ReadFlag(*step, "add_prefix_space", file, field, &out.add_prefix_space));

@@ -33,6 +33,8 @@ struct PreTokenizerStep {
   enum class Kind { kSplit, kByteLevel, kMetaspace };
   enum class Prepend { kAlways, kFirst, kNever };
   Kind kind = Kind::kSplit;
+  // Where the step is in its file ("pre_tokenizer.pretokenizers[0]"), for messages.
+  std::string field;
   // kSplit: the regex; every match and every gap is a word (behavior "Isolated").
   std::string pattern;
   // kByteLevel: a space before a word that has none; GPT-2's split pattern.

@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromConfig(
         absl::StrCat(config.source, ": pre_tokenizer: ", pre_tokenizer.status().message()));
   }
   tokenizer->pre_tokenizer_ = *std::move(pre_tokenizer);
+  tokenizer->source_ = config.source;
   tokenizer->prefix_ids_ = std::move(config.prefix_ids);
   tokenizer->suffix_ids_ = std::move(config.suffix_ids);
 
@@ -88,22 +89,28 @@ std::optional<int64_t> BpeTokenizer::TokenId(std::string_view token) const {
   return model_->TokenId(token);
 }
 
-std::vector<int64_t> BpeTokenizer::Encode(std::string_view text) const {
+absl::StatusOr<std::vector<int64_t>> BpeTokenizer::Encode(std::string_view text) const {
   const std::string valid = internal::SanitizeUtf8(text);
+  internal::RegexBudget budget = internal::RegexBudget::ForText(valid.size());
   std::vector<int64_t> ids;
   ids.reserve(valid.size() / 3 + 4);
   for (const internal::AddedTokens::Segment& segment : raw_added_.Split(valid)) {
     if (segment.id >= 0) {
       ids.push_back(segment.id);
     } else {
-      EncodeNormalizable(segment.text, segment.text.data() == valid.data(), &ids);
+      absl::Status encoded =
+          EncodeNormalizable(segment.text, segment.text.data() == valid.data(), &budget, &ids);
+      if (!encoded.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(source_, ": ", encoded.message()));
+      }
     }
   }
   return ids;
 }
 
-void BpeTokenizer::EncodeNormalizable(std::string_view text, bool starts_text,
-                                      std::vector<int64_t>* ids) const {
+absl::Status BpeTokenizer::EncodeNormalizable(std::string_view text, bool starts_text,
+                                              internal::RegexBudget* budget,
+                                              std::vector<int64_t>* ids) const {
   const std::string normalized = normalizer_.Normalize(text);
   const bool byte_level = pre_tokenizer_.byte_level();
   for (const internal::AddedTokens::Segment& segment : normalized_added_.Split(normalized)) {
@@ -112,7 +119,9 @@ void BpeTokenizer::EncodeNormalizable(std::string_view text, bool starts_text,
       continue;
     }
     const bool segment_starts_text = starts_text && segment.text.data() == normalized.data();
-    for (const std::string& word : pre_tokenizer_.Split(segment.text, segment_starts_text)) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> words,
+                     pre_tokenizer_.Split(segment.text, segment_starts_text, budget));
+    for (const std::string& word : words) {
       if (byte_level) {
         model_->EncodeByteLevelWord(word, ids);
       } else {
@@ -120,6 +129,7 @@ void BpeTokenizer::EncodeNormalizable(std::string_view text, bool starts_text,
       }
     }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace anisoscope::analysis

@@ -53,7 +53,9 @@ class BpeTokenizer : public Tokenizer {
       const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt,
       const FileGate& gate);
 
-  std::vector<int64_t> Encode(std::string_view text) const override;
+  // Errors: a pre-tokenizer regex past its budget for this text (INVALID_ARGUMENT naming the
+  // file and the pattern's field; regex_splitter.h).
+  absl::StatusOr<std::vector<int64_t>> Encode(std::string_view text) const override;
   int64_t vocab_size() const override { return vocab_size_; }
 
   // Id of a vocabulary token as the vocabulary spells it ("Ġthe", "▁the"), or of an added
@@ -72,9 +74,11 @@ class BpeTokenizer : public Tokenizer {
 
   // Step 3 onwards on text that is free of non-normalized added tokens; `starts_text` when
   // it begins the encoded text.
-  void EncodeNormalizable(std::string_view text, bool starts_text,
-                          std::vector<int64_t>* ids) const;
+  absl::Status EncodeNormalizable(std::string_view text, bool starts_text,
+                                  internal::RegexBudget* budget, std::vector<int64_t>* ids) const;
 
+  // The file(s) read, for messages.
+  std::string source_;
   internal::TextNormalizer normalizer_;
   internal::PreTokenizer pre_tokenizer_;
   internal::AddedTokens raw_added_;

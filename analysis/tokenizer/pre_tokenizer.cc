@@ -68,7 +68,9 @@ bool PreTokenizer::byte_level() const {
   return !steps_.empty() && steps_.back().config.kind == Kind::kByteLevel;
 }
 
-std::vector<std::string> PreTokenizer::Split(std::string_view piece, bool starts_text) const {
+absl::StatusOr<std::vector<std::string>> PreTokenizer::Split(std::string_view piece,
+                                                             bool starts_text,
+                                                             RegexBudget* budget) const {
   std::vector<std::string> words{std::string(piece)};
   for (const Step& step : steps_) {
     std::vector<std::string> next;
@@ -91,7 +93,15 @@ std::vector<std::string> PreTokenizer::Split(std::string_view piece, bool starts
         case Kind::kSplit:
           break;
       }
-      for (const std::string_view part : step.splitter->Split(word)) next.emplace_back(part);
+      absl::StatusOr<std::vector<std::string_view>> parts = step.splitter->Split(word, budget);
+      if (!parts.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("field '", step.config.field.empty() ? "pre_tokenizer" : step.config.field,
+                         step.config.kind == Kind::kSplit ? ".pattern' (Split): "
+                                                          : "' (ByteLevel's GPT-2 pattern): ",
+                         parts.status().message()));
+      }
+      for (const std::string_view part : *parts) next.emplace_back(part);
     }
     words = std::move(next);
   }

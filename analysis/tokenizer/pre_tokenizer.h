@@ -21,8 +21,11 @@ class PreTokenizer {
   static absl::StatusOr<PreTokenizer> Create(const std::vector<PreTokenizerStep>& steps);
 
   // The words of `piece`; `starts_text` when the piece begins the encoded text (Metaspace's
-  // prepend_scheme "first"). Byte-level words are raw bytes (the model maps them).
-  std::vector<std::string> Split(std::string_view piece, bool starts_text) const;
+  // prepend_scheme "first"). Byte-level words are raw bytes (the model maps them). Every
+  // regex runs under `budget`, the whole text's (updated); past it, INVALID_ARGUMENT naming
+  // the step's pattern field (PreTokenizerStep::field), never quoting the text.
+  absl::StatusOr<std::vector<std::string>> Split(std::string_view piece, bool starts_text,
+                                                 RegexBudget* budget) const;
 
   // Whether a ByteLevel step maps the words' bytes to characters (the last step if so).
   bool byte_level() const;

@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::Create(
   return tokenizer;
 }
 
-std::vector<int64_t> WordPieceTokenizer::Encode(std::string_view text) const {
+absl::StatusOr<std::vector<int64_t>> WordPieceTokenizer::Encode(std::string_view text) const {
   std::vector<int64_t> ids;
   Run(text, &ids, nullptr);
   return ids;

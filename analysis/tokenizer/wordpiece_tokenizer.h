@@ -34,8 +34,9 @@ class WordPieceTokenizer : public Tokenizer {
   static absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> Create(
       const std::filesystem::path& vocab_file, const Options& options, const FileGate& gate);
 
-  // Token ids of `text` (UTF-8; invalid bytes are dropped), without special tokens.
-  std::vector<int64_t> Encode(std::string_view text) const override;
+  // Token ids of `text` (UTF-8; invalid bytes are dropped), without special tokens. Never
+  // fails (no regex, linear in the text).
+  absl::StatusOr<std::vector<int64_t>> Encode(std::string_view text) const override;
   // The same as token strings, for tests and debugging.
   std::vector<std::string> Tokenize(std::string_view text) const;
 

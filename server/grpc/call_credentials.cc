@@ -3,7 +3,7 @@
 #include <grpcpp/security/auth_context.h>
 
 #include "server/auth/bearer_token.h"
-#include "server/jobs/embedded_workers.h"
+#include "common/embedded_worker_key.h"
 
 namespace anisoscope::server {
 namespace {

@@ -1,7 +1,9 @@
-// EmbeddedWorkers: the server's own workers (--workers N), each a WorkerLoop on a thread,
+// EmbeddedWorkers: embedded workers as threads of the server's process, each a WorkerLoop
 // leasing over an in-process channel to this server's WorkerService: the same lease path
-// as remote anisoscope-worker processes. Stop interrupts their units and gives the leases
-// back. Start and Stop are called from one thread.
+// as remote anisoscope-worker processes. For tests and benchmarks with a fake engine: the
+// server itself runs worker processes (worker_processes.h), so that no checkpoint is read
+// in its address space. Stop interrupts their units and gives the leases back. Start and
+// Stop are called from one thread.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -12,17 +14,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/embedded_worker_key.h"
 #include "common/file_gate.h"
+#include "server/jobs/worker_pool.h"
 #include "worker/unit_runner.h"
 #include "worker/worker_loop.h"
 
 namespace anisoscope::server {
 
-// The metadata key that marks an embedded worker's call; its value is a random key made
-// per server start (WorkerServiceImpl checks it).
-inline constexpr char kEmbeddedWorkerKey[] = "x-anisoscope-embedded-worker";
-
-class EmbeddedWorkers {
+class EmbeddedWorkers final : public WorkerPool {
  public:
   // Starts `count` workers named embedded-1 … embedded-N reporting `device`. They open a
   // unit's files beneath its namespace's roots within `server_files` (not owned; outlives
@@ -32,11 +32,11 @@ class EmbeddedWorkers {
   static absl::StatusOr<std::unique_ptr<EmbeddedWorkers>> Start(
       int count, const std::shared_ptr<grpc::Channel>& channel, worker::ExtractorFactory factory,
       const FileGate* server_files, const std::string& device, const std::string& key);
-  ~EmbeddedWorkers();  // Stop.
+  ~EmbeddedWorkers() override;  // Stop.
 
   // Interrupts the units in progress (their leases go back to pending) and joins. Blocks;
   // idempotent.
-  void Stop();
+  void Stop() override;
 
  private:
   EmbeddedWorkers() = default;

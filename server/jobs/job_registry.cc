@@ -445,12 +445,36 @@ bool JobRegistry::ExpireLeases(absl::Time now) {
   return pending;
 }
 
+const std::string& JobRegistry::WorkerOf(const LeaseEntry& lease) const {
+  return active_.at(lease.key.first)->record.checkpoints[lease.key.second].worker;
+}
+
 std::set<std::string> JobRegistry::LeaseWorkers() const {
   std::set<std::string> workers;
   for (const auto& [lease_id, lease] : leases_.entries()) {
-    workers.insert(active_.at(lease.key.first)->record.checkpoints[lease.key.second].worker);
+    workers.insert(WorkerOf(lease));
   }
   return workers;
+}
+
+std::set<std::string> JobRegistry::LocalWorkersOf(int64_t job_id) const {
+  std::set<std::string> workers;
+  for (const std::string& lease_id : leases_.IdleLeasesOf(job_id)) {
+    const LeaseEntry& lease = leases_.entries().at(lease_id);
+    if (lease.local) workers.insert(WorkerOf(lease));
+  }
+  return workers;
+}
+
+std::vector<std::pair<std::string, std::string>> JobRegistry::LocalLeasesOf(
+    const std::string& worker) const {
+  std::vector<std::pair<std::string, std::string>> leases;
+  for (const auto& [lease_id, lease] : leases_.entries()) {
+    if (lease.local && !lease.busy() && WorkerOf(lease) == worker) {
+      leases.emplace_back(lease_id, lease.holder);
+    }
+  }
+  return leases;
 }
 
 // ---- Store and events ------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -162,8 +163,14 @@ class JobRegistry {
   int64_t active_leases() const { return static_cast<int64_t>(leases_.size()); }
   // The names of the workers holding a lease.
   std::set<std::string> LeaseWorkers() const;
+  // The embedded workers (by name) holding an idle lease of job `job_id`: those a cancel ends.
+  std::set<std::string> LocalWorkersOf(int64_t job_id) const;
+  // The idle leases embedded worker `worker` holds, with their holder identity.
+  std::vector<std::pair<std::string, std::string>> LocalLeasesOf(const std::string& worker) const;
 
  private:
+  // The name of the worker process holding `lease`.
+  const std::string& WorkerOf(const LeaseEntry& lease) const;
   // A heartbeat's progress (STEP_PROGRESS when it moved) and a new deadline.
   void Extend(LeaseEntry* lease, int batches_done, int batches_total);
   // Ends a lease whose weights are step `earlier`'s (dedupe): skipped.

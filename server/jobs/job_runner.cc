@@ -114,17 +114,25 @@ absl::StatusOr<storage::JobRecord> JobRunner::Submit(const storage::JobSpec& spe
 }
 
 absl::StatusOr<storage::JobRecord> JobRunner::Cancel(int64_t id, const std::string& actor) {
+  std::optional<storage::JobRecord> cancelled;
+  std::set<std::string> stopped_workers;
+  CancelListener listener;
   {
     absl::MutexLock lock(&mu_);
     JobRegistry::ActiveJob* job = registry_.Find(id);
     if (job != nullptr && !job->cancel_requested) {
       const std::string ns = job->record.spec.ns;
       const std::string run = job->record.spec.run;
-      storage::JobRecord cancelled = registry_.Cancel(job);  // may end the job: `job` is gone
+      stopped_workers = registry_.LocalWorkersOf(id);
+      cancelled = registry_.Cancel(job);  // may end the job: `job` is gone
       spdlog::info("job {} cancelled by {}", id, actor);
       Audit({0, "", actor, ns, "cancel", absl::StrCat("job ", id), absl::StrCat("run ", run)});
-      return cancelled;
+      listener = cancel_listener_;
     }
+  }
+  if (cancelled.has_value()) {
+    if (listener && !stopped_workers.empty()) listener(stopped_workers);
+    return *std::move(cancelled);
   }
   ASSIGN_OR_RETURN(const storage::JobRecord record, store_->GetJob(id));
   return absl::FailedPreconditionError(absl::StrCat(
@@ -374,6 +382,26 @@ absl::Status JobRunner::Fail(const pb::FailWorkRequest& request, const std::stri
   }
   for (auto& deliver : deliveries) deliver();
   return absl::OkStatus();
+}
+
+void JobRunner::SetLocalCancelListener(CancelListener listener) {
+  absl::MutexLock lock(&mu_);
+  cancel_listener_ = std::move(listener);
+}
+
+void JobRunner::FailLocalLeases(const std::string& worker, const std::string& error) {
+  std::vector<std::pair<std::string, std::string>> leases;
+  {
+    absl::MutexLock lock(&mu_);
+    leases = registry_.LocalLeasesOf(worker);
+  }
+  for (const auto& [lease_id, holder] : leases) {
+    pb::FailWorkRequest request;
+    request.set_lease_id(lease_id);
+    request.set_kind(pb::FailWorkRequest::KIND_FAILED);
+    request.set_error(error);
+    Fail(request, holder).IgnoreError();  // ended meanwhile otherwise: nothing to do
+  }
 }
 
 void JobRunner::ReaperLoop() {

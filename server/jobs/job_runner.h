@@ -178,6 +178,16 @@ class JobRunner final : private JobNotices {
   // steps have.
   absl::Status AddFollowedCheckpoints(int64_t id, std::vector<storage::CheckpointSpec> found);
 
+  // ---- Embedded worker processes ----
+  // Tells `listener`, outside the lock, the names of the embedded workers whose lease a
+  // cancel has just ended: their processes are stopped at once, since a step stuck in a
+  // reader never polls for the cancel. Set once, before any worker starts.
+  using CancelListener = std::function<void(const std::set<std::string>& workers)>;
+  void SetLocalCancelListener(CancelListener listener);
+  // Fails the idle leases embedded worker `worker` holds with `error` (its process died or
+  // was stopped mid-step): the step fails, the job goes on.
+  void FailLocalLeases(const std::string& worker, const std::string& error);
+
   // ---- Monitoring ----
   struct Load {
     int64_t queued_steps = 0;   // pending, waiting for a worker
@@ -231,6 +241,7 @@ class JobRunner final : private JobNotices {
   // The reaper's next wake-up, and whether something due earlier was added since.
   absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool reaper_wake_ ABSL_GUARDED_BY(mu_) = false;
+  CancelListener cancel_listener_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex join_mu_;  // serializes Drain's join
 };

@@ -1,7 +1,10 @@
 // Bad checkpoints fail CreateModel with a status naming the file and the field or tensor.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <fstream>
 #include <string>
+#include <utility>
 
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/models/transformer_model.h"
@@ -144,6 +147,60 @@ TEST(ModelErrorsTest, MissingConfigFieldIsNamed) {
   tiny.config.erase("n_positions");
   EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument,
                        "config.json: field 'n_positions' is missing"));
+}
+
+// The peak resident size of this process (VmHWM), in bytes.
+uint64_t PeakRss() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+TEST(ModelErrorsTest, ConfigNumbersOutOfRangeAreRefusedNamingTheField) {
+  // The finding: head_dim 2^27 built a 1 GiB rotary table before any weight was read.
+  const std::pair<TinyCheckpoint, std::string> cases[] = {{TinyLlama(), "head_dim"},
+                                                          {TinyLlama(), "num_hidden_layers"},
+                                                          {TinyLlama(), "intermediate_size"},
+                                                          {TinyLlama(/*olmo2=*/true), "head_dim"},
+                                                          {TinyGPT2(), "n_layer"},
+                                                          {TinyNeoX(), "num_attention_heads"},
+                                                          {TinyNeoX(), "vocab_size"}};
+  for (const auto& [tiny, field] : cases) {
+    for (const int64_t value : {int64_t{1} << 27, int64_t{1} << 34, int64_t{1} << 62}) {
+      TinyCheckpoint copy = tiny;
+      copy.config[field] = value;
+      const uint64_t before = PeakRss();
+      EXPECT_TRUE(StatusIs(CreateStatus(copy), StatusCode::kInvalidArgument,
+                           "config.json: field '" + field +
+                               "' must be a positive integer of at most 16777216, got " +
+                               std::to_string(value)));
+      EXPECT_LT(PeakRss() - before, uint64_t{16} << 20) << field << " " << value;
+    }
+  }
+}
+
+TEST(ModelErrorsTest, AHeadDimInRangeIsCheckedAgainstTheWeightsBeforeTheRotaryTable) {
+  // 2^24: a rotary table of 2^23 doubles (64 MiB) if it were built from the config alone.
+  for (const bool olmo2 : {false, true}) {
+    TinyCheckpoint tiny = TinyLlama(olmo2);
+    tiny.config["head_dim"] = int64_t{1} << 24;
+    const uint64_t before = PeakRss();
+    EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument, "expected [67108864",
+                         "config.json"));
+    EXPECT_LT(PeakRss() - before, uint64_t{16} << 20);
+  }
+}
+
+TEST(ModelErrorsTest, ConfigErrorsQuoteNoTextOfTheFile) {
+  TinyCheckpoint tiny = TinyLlama();
+  tiny.config["hidden_size"] = std::string(100000, 'x');
+  const absl::Status status = CreateStatus(tiny);
+  EXPECT_TRUE(StatusIs(status, StatusCode::kInvalidArgument,
+                       "field 'hidden_size' must be a positive integer", "got a JSON string"));
+  EXPECT_EQ(status.message().find("xxxx"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using Samples = std::vector<std::vector<int64_t>>;
+
+// The process's peak resident memory (VmHWM) in bytes; 0 if unknown.
+int64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
 
 class TokenProbeTest : public ::testing::Test {
  protected:
@@ -196,6 +207,59 @@ TEST_F(TokenProbeTest, NonIntegerIdsAreErrorsNamingTheElement) {
   EXPECT_NE(ErrorOf("[null]\n").find("line 1: element 0 is not"), std::string::npos);
   EXPECT_NE(ErrorOf("[1e3]\n").find("line 1: element 0 is not"), std::string::npos);
   EXPECT_NE(ErrorOf("[9223372036854775808]\n").find("line 1: element 0 is not"), std::string::npos);
+}
+
+// Issue 37: 16 lines of 8 MB cost +653 MiB per submit (each line a JSON tree, each sample
+// kept whole). Each line is now parsed as read and cut to seq_len: memory for the kept ids.
+TEST_F(TokenProbeTest, HugeLinesAreCutToSeqLenAsReadNotHeldWhole) {
+  std::string line = "[7";
+  for (int i = 0; i < (1 << 20); ++i) line += ",1";
+  line += "]\n";
+  {
+    std::ofstream out(dir_ / "probe.jsonl", std::ios::binary);
+    for (int i = 0; i < 16; ++i) out << line;
+  }
+  line = std::string();
+  const int64_t peak_before = PeakRssBytes();
+  absl::StatusOr<Probe> probe =
+      ReadTokenProbe(dir_ / "probe.jsonl", 128, 4, FileGate::Host(), 262144);
+  const int64_t growth = PeakRssBytes() - peak_before;
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, Samples(16, {7, 1, 1, 1}));
+  // Before: a tree of 1M values and 1M ids per line, 16 lines: hundreds of MiB.
+  EXPECT_LT(growth, 16 << 20) << "peak RSS grew by " << growth << " bytes";
+}
+
+TEST_F(TokenProbeTest, WithoutALengthTheReadStopsAtTheBoundHoldingNoMore) {
+  std::string line = "[1";
+  for (int i = 0; i < 100000; ++i) line += ",2";
+  const absl::StatusOr<Probe> probe =
+      ReadTokenProbe(Write("[3]\n" + line + "]\n"), 128, std::numeric_limits<int64_t>::max(),
+                     FileGate::Host(), 1000);
+  EXPECT_EQ(probe.status().code(), absl::StatusCode::kResourceExhausted) << probe.status();
+  EXPECT_NE(probe.status().message().find("line 2"), std::string::npos) << probe.status();
+}
+
+TEST_F(TokenProbeTest, ErrorsNameTheLineWithoutQuotingIt) {
+  for (const char* contents :
+       {"[1, \"secret\"]\n", "{\"secret\": [1]}\n", "[1, secret]\n", "[1] secret\n"}) {
+    const std::string error = ErrorOf(contents);
+    EXPECT_NE(error.find("probe.jsonl line 1: "), std::string::npos) << error;
+    EXPECT_EQ(error.find("secret"), std::string::npos) << error;
+  }
+}
+
+TEST_F(TokenProbeTest, JsonDetailsAreReadAsNlohmannJsonReadThem) {
+  absl::StatusOr<Probe> probe = ReadTokenProbe(Write("\xEF\xBB\xBF[1,2]\n \t[ 3 ,\t4 ] \r\n[-0]\n"),
+                                               128, 512, FileGate::Host());
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{1, 2}, {3, 4}, {0}}));
+  for (const char* malformed :
+       {"[1,]\n", "[01]\n", "[1 2]\n", "[1\n", "[-]\n", "[1]]\n", "\v[1]\n", "[+1]\n"}) {
+    EXPECT_NE(ErrorOf(malformed).find("line 1: not valid JSON"), std::string::npos) << malformed;
+  }
+  EXPECT_NE(ErrorOf("\"ids\"\n").find("line 1: expected a JSON array of token ids, got string"),
+            std::string::npos);
 }
 
 TEST_F(TokenProbeTest, NonPositiveSamplesOrSeqLenIsInvalid) {

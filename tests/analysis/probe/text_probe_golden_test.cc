@@ -124,7 +124,7 @@ Samples LineByLineWindows(const fs::path& file, const WordPieceTokenizer& tokeni
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (absl::StripAsciiWhitespace(line).empty()) continue;
-    const std::vector<int64_t> line_ids = tokenizer.Encode(line);
+    const std::vector<int64_t> line_ids = tokenizer.Encode(line).value();
     ids.insert(ids.end(), line_ids.begin(), line_ids.end());
   }
   Samples samples;

@@ -1,4 +1,5 @@
 // BuildTextProbe: windows and lines from small temp files, and from wikitext-2.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,6 +116,28 @@ TEST_F(TextProbeTest, LinesKeepShortLinesWhole) {
   EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 6, 3}, {2, 7, 4, 8, 9, 3}, {2, 4, 10, 11, 3}}));
 }
 
+TEST_F(TextProbeTest, AHugeLineIsReadPastNotHeldWhole) {
+  // 64 MiB of "the cat " on one line, then a short line: a sample is the first tokens of a
+  // line, so the rest of the huge one is read past, and the peak memory does not follow it.
+  const fs::path path = dir_ / "corpus.txt";
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::string chunk;
+    for (int i = 0; i < (1 << 17); ++i) chunk += "the cat ";  // 1 MiB
+    for (int i = 0; i < 64; ++i) out << chunk;
+    out << "\u00e9\nthe dog ran\n";
+  }
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  absl::StatusOr<Probe> probe = BuildTextProbe(path, *tokenizer_, BertFraming(*tokenizer_),
+                                               TextMode::kLines, 128, 4, FileGate::Host());
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(probe->samples, (Samples{{2, 4, 5, 3}, {2, 4, 10, 3}}));
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 32 << 10) << "KiB of peak growth";
+}
+
 TEST_F(TextProbeTest, LinesStopAtMaxSamplesAndSkipTokenlessLines) {
   absl::StatusOr<Probe> probe =
       BuildTextProbe(Write("\u200b\x07\nthe dog\nthe cat\n"), *tokenizer_, BertFraming(*tokenizer_),
@@ -169,7 +192,7 @@ TEST_F(TextProbeTest, FileWithoutTokensIsAnError) {
 // A fake causal-model tokenizer: one id per whitespace-separated word (its length).
 class WordLengthTokenizer : public Tokenizer {
  public:
-  std::vector<int64_t> Encode(std::string_view text) const override {
+  absl::StatusOr<std::vector<int64_t>> Encode(std::string_view text) const override {
     std::vector<int64_t> ids;
     std::istringstream words{std::string(text)};
     for (std::string word; words >> word;) ids.push_back(static_cast<int64_t>(word.size()));
@@ -181,7 +204,7 @@ class WordLengthTokenizer : public Tokenizer {
 // A fake byte-level tokenizer: one id per byte; remembers the longest text it encoded.
 class ByteTokenizer : public Tokenizer {
  public:
-  std::vector<int64_t> Encode(std::string_view text) const override {
+  absl::StatusOr<std::vector<int64_t>> Encode(std::string_view text) const override {
     longest_ = std::max(longest_, text.size());
     return std::vector<int64_t>(text.begin(), text.end());
   }
@@ -233,7 +256,7 @@ TEST_F(UnframedTextProbeTest, WindowsGrowThePrefixUntilTheyHaveEnoughIds) {
   // needed, 4 MiB enough, and the file (7 MB) is not read to its end.
   std::string text;
   for (int i = 0; i < 200000; ++i) text += std::string(30 + i % 10, 'x') + (i % 7 ? " " : "\n");
-  const std::vector<int64_t> all = bpe_.Encode(text);
+  const std::vector<int64_t> all = bpe_.Encode(text).value();
   absl::StatusOr<Probe> probe = BuildTextProbe(Write(text), bpe_, SampleFraming{},
                                                TextMode::kWindows, 60, 1000, FileGate::Host());
   ASSERT_TRUE(probe.ok()) << probe.status();

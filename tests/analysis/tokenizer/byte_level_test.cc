@@ -20,7 +20,12 @@ Pieces SplitBy(std::string_view pattern, std::string_view text) {
   absl::StatusOr<std::unique_ptr<RegexSplitter>> splitter = RegexSplitter::Create(pattern);
   EXPECT_TRUE(splitter.ok()) << splitter.status();
   Pieces pieces;
-  for (const std::string_view piece : (*splitter)->Split(text)) pieces.emplace_back(piece);
+  RegexBudget budget = RegexBudget::ForText(text.size());
+  absl::StatusOr<std::vector<std::string_view>> split = (*splitter)->Split(text, &budget);
+  EXPECT_TRUE(split.ok()) << split.status();
+  for (const std::string_view piece : split.value_or(std::vector<std::string_view>{})) {
+    pieces.emplace_back(piece);
+  }
   return pieces;
 }
 

@@ -78,7 +78,8 @@ TEST_P(TokenizerGoldenTest, VocabSizeAndSpecialTokenId) {
 TEST_P(TokenizerGoldenTest, FramingMatchesTransformersJsWithSpecialTokens) {
   const nlohmann::json golden = ReadGoldens(GetParam().golden_file).at("with_special_tokens");
   std::vector<int64_t> ids = tokenizer_->prefix_ids();
-  for (const int64_t id : tokenizer_->Encode(golden.at("text").get<std::string>())) {
+  const std::string text = golden.at("text").get<std::string>();
+  for (const int64_t id : std::vector<int64_t>(tokenizer_->Encode(text).value())) {
     ids.push_back(id);
   }
   ids.insert(ids.end(), tokenizer_->suffix_ids().begin(), tokenizer_->suffix_ids().end());
@@ -92,7 +93,8 @@ TEST_P(TokenizerGoldenTest, EveryGoldenCaseMatchesTransformersJs) {
   for (const nlohmann::json& golden : cases) {
     const std::string name = golden.at("name");
     const std::string text = golden.at("text");
-    EXPECT_EQ(tokenizer_->Encode(text), golden.at("ids").get<std::vector<int64_t>>()) << name;
+    EXPECT_EQ(tokenizer_->Encode(text).value(), golden.at("ids").get<std::vector<int64_t>>())
+        << name;
   }
 }
 
@@ -107,7 +109,7 @@ TEST_P(TokenizerGoldenTest, WholeWikitextTestSetMatchesTransformersJsDigest) {
   uint64_t hash = 14695981039346656037ULL;
   int64_t tokens = 0;
   for (const std::string& line : lines) {
-    for (const int64_t id : tokenizer_->Encode(line)) {
+    for (const int64_t id : std::vector<int64_t>(tokenizer_->Encode(line).value())) {
       ++tokens;
       for (int byte = 0; byte < 8; ++byte) {
         hash ^= (static_cast<uint64_t>(id) >> (8 * byte)) & 0xFF;

@@ -4,11 +4,13 @@
 // a restart keeps.
 #include "server/jobs/job_runner.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -160,6 +162,14 @@ class JobRunnerTest : public ::testing::Test {
     runner_->Lease(runner_->NewLeaseTicket(), request, {identity}, answer->callback());
   }
 
+  // A lease as embedded worker `worker` (its process's name) takes it.
+  void LeaseEmbedded(Answer* answer, const std::string& worker) {
+    pb::LeaseWorkRequest request;
+    request.mutable_worker()->set_name(worker);
+    runner_->Lease(runner_->NewLeaseTicket(), request,
+                   {"embedded", storage::kAnyNamespace, /*local=*/true}, answer->callback());
+  }
+
   StepState StateOf(int64_t id, size_t index) {
     auto job = runner_->Get(id);
     EXPECT_OK(job.status());
@@ -293,6 +303,44 @@ TEST_F(JobRunnerTest, ARestartGivesEmbeddedLeasesBackAndKeepsRemoteOnes) {
   EXPECT_EQ(runner_->Heartbeat(beat, "someone-else").status().code(),
             absl::StatusCode::kPermissionDenied);
   ASSERT_OK(runner_->Heartbeat(beat, "remote").status());
+}
+
+TEST_F(JobRunnerTest, ACancelNamesTheEmbeddedWorkersRunningTheJobAndNoOther) {
+  StartRunner();
+  std::set<std::string> told;
+  runner_->SetLocalCancelListener([&](const std::set<std::string>& workers) { told = workers; });
+  const int64_t cancelled = Submit({1});
+  const int64_t other = Submit({2});
+  Answer first, second;
+  LeaseEmbedded(&first, "embedded-1");
+  LeaseEmbedded(&second, "embedded-2");
+  ASSERT_TRUE(first.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(second.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_OK(first.response.status());
+  ASSERT_EQ(first.response->unit().job_id(), cancelled);
+  ASSERT_OK(runner_->Cancel(cancelled, "tester").status());
+  EXPECT_EQ(told, std::set<std::string>{"embedded-1"});
+  EXPECT_EQ(StateOf(other, 0), StepState::kRunning);
+}
+
+TEST_F(JobRunnerTest, AnEmbeddedWorkerThatDiedFailsOnlyItsOwnStepSayingWhy) {
+  StartRunner();
+  const int64_t id = Submit({1, 2});
+  Answer dead, alive;
+  LeaseEmbedded(&dead, "embedded-1");
+  LeaseEmbedded(&alive, "embedded-2");
+  ASSERT_TRUE(dead.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(alive.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  runner_->FailLocalLeases("embedded-1", "embedded worker 'embedded-1' was killed by signal 9");
+  auto job = runner_->Get(id);
+  ASSERT_OK(job.status());
+  EXPECT_EQ(job->checkpoints[0].state, StepState::kFailed);
+  EXPECT_THAT(job->checkpoints[0].error, ::testing::HasSubstr("killed by signal 9"));
+  EXPECT_EQ(job->checkpoints[1].state, StepState::kRunning);
+  // Twice, or for a worker holding nothing: nothing changes.
+  runner_->FailLocalLeases("embedded-1", "again");
+  runner_->FailLocalLeases("embedded-3", "never");
+  EXPECT_EQ(runner_->Get(id)->checkpoints[1].state, StepState::kRunning);
 }
 
 }  // namespace

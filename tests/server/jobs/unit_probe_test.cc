@@ -1,9 +1,13 @@
-// ProbeLabel (server/jobs/unit_probe.h): a stored probe's label from the job's unit and the
-// samples and tokens the worker ran.
+// UnitProbeFromSpec's bounds on a hostile token file, and ProbeLabel (server/jobs/unit_probe.h):
+// a stored probe's label from the job's unit and the samples and tokens the worker ran.
 #include "server/jobs/unit_probe.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace anisoscope::server {
@@ -27,6 +31,52 @@ pb::UnitProbe TextUnit(pb::ProbeMode mode, int64_t seq_len) {
   unit.mutable_text()->set_mode(mode);
   unit.set_seq_len(seq_len);
   return unit;
+}
+
+// The process's peak resident memory (VmHWM) in bytes; 0 if unknown.
+int64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// Issue 37: a probe-tokens file of 16 lines of 8 MB cost the server +653 MiB per submit. The
+// lines are cut to seq_len as read (or refused at --max-probe-tokens): the unit holds the
+// kept ids only, and the submit's peak memory stays near them.
+TEST(UnitProbeFromSpecTest, HugeTokenLinesCostTheKeptIdsOnly) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("unit_probe_test_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::string line = "[5";
+    for (int i = 0; i < (1 << 21); ++i) line += ",1";  // 4 MiB, 2M ids
+    line += "]\n";
+    std::ofstream out(file, std::ios::binary);
+    for (int i = 0; i < 16; ++i) out << line;
+  }
+  storage::JobSpec spec;
+  spec.probe_source = "tokens";
+  spec.probe_path = file.string();
+  spec.samples = 128;
+  spec.seq_len = 64;
+  const int64_t peak_before = PeakRssBytes();
+  absl::StatusOr<pb::UnitProbe> unit = UnitProbeFromSpec(spec, FileGate::Host(), 262144);
+  const int64_t growth = PeakRssBytes() - peak_before;
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  ASSERT_EQ(unit->tokens().samples_size(), 16);
+  for (const pb::TokenSample& sample : unit->tokens().samples()) {
+    ASSERT_EQ(sample.ids_size(), 64);
+    EXPECT_EQ(sample.ids(0), 5);
+  }
+  EXPECT_LT(growth, 16 << 20) << "peak RSS grew by " << growth << " bytes";
+
+  // Without a seq_len the samples are kept whole: the first line passes the bound, refused.
+  spec.seq_len = 0;
+  unit = UnitProbeFromSpec(spec, FileGate::Host(), 262144);
+  EXPECT_EQ(unit.status().code(), absl::StatusCode::kResourceExhausted) << unit.status();
+  EXPECT_NE(unit.status().message().find("line 1"), std::string::npos) << unit.status();
+  std::filesystem::remove(file);
 }
 
 TEST(ProbeLabelTest, TokenProbeOfEqualSamplesIsFileSamplesByLength) {
