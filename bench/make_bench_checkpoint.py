@@ -8,8 +8,11 @@ and a token probe (16 x 128 by default), for bench/extract_bench:
   --family gpt2:     GPT-2 small's shape (12 x 12, d=768, vocab 50257), float32 with the
                      CRFM Mistral attention options, no lm_head (tied);
   --family pythia_1b: Pythia-1b's shape (16 layers x 8 heads, d=2048, head 256, vocab
-                     50304), float16 (2 GiB), the ~1B model of the GPU benchmark.
-usage: make_bench_checkpoint.py OUT_DIR [--family bert|gpt_neox|gpt2|pythia_1b]
+                     50304), float16 (2 GiB), the ~1B model of the GPU benchmark;
+  --family llama_7b: LLaMA-7B's shape (32 layers x 32 heads, d=4096, MLP 11008, vocab
+                     32000), bfloat16 safetensors in three shards and their index (13.5 GB),
+                     written tensor by tensor: the model is never held in memory.
+usage: make_bench_checkpoint.py OUT_DIR [--family bert|gpt_neox|gpt2|pythia_1b|llama_7b]
                                 [--format safetensors|bin] [--probe-samples N]
                                 [--probe-length L] [--probe-only]
 The probe goes to OUT_DIR/probe.jsonl; --probe-only writes only the probe, as
@@ -106,9 +109,62 @@ def gpt2_small():
     return cfg, state
 
 
+def llama_entries(d=4096, layers=32, heads=32, inner=11008, vocab=32000):
+    """LLaMA's config and its tensors as (name, shape, dtype, make), in Hugging Face's
+    order, bfloat16 as Meta's checkpoints ship: made one at a time by the writer."""
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": vocab,
+           "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
+           "num_key_value_heads": heads, "intermediate_size": inner,
+           "max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+           "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    dtype = torch.bfloat16
+
+    def ones(n):
+        return lambda: torch.ones(n, dtype=dtype)
+
+    entries = [("model.embed_tokens.weight", (vocab, d), dtype,
+                lambda: (torch.randn(vocab, d) * 0.02).to(dtype))]
+    for layer in range(layers):
+        p = f"model.layers.{layer}."
+        for name, shape in (("self_attn.q_proj", (d, d)), ("self_attn.k_proj", (d, d)),
+                            ("self_attn.v_proj", (d, d)), ("self_attn.o_proj", (d, d)),
+                            ("mlp.gate_proj", (inner, d)), ("mlp.up_proj", (inner, d)),
+                            ("mlp.down_proj", (d, inner))):
+            entries.append((p + name + ".weight", shape, dtype,
+                            lambda shape=shape: (torch.randn(*shape) * 0.02).to(dtype)))
+        entries.append((p + "input_layernorm.weight", (d,), dtype, ones(d)))
+        entries.append((p + "post_attention_layernorm.weight", (d,), dtype, ones(d)))
+    entries.append(("model.norm.weight", (d,), dtype, ones(d)))
+    entries.append(("lm_head.weight", (vocab, d), dtype,
+                    lambda: (torch.randn(vocab, d) * 0.02).to(dtype)))
+    return cfg, entries
+
+
+def write_llama_shards(out, cfg, entries, shards=3):
+    """`entries` in `shards` safetensors files of about equal size, and their index."""
+    sizes = [torch.Size(shape).numel() * 2 for _, shape, _, _ in entries]
+    total, parts, filled = sum(sizes), [[]], 0
+    for entry, size in zip(entries, sizes):
+        if filled + size > total * (len(parts)) / shards and parts[-1] and len(parts) < shards:
+            parts.append([])
+        parts[-1].append(entry)
+        filled += size
+    weight_map = {}
+    for i, part in enumerate(parts):
+        shard = f"model-{i + 1:05d}-of-{len(parts):05d}.safetensors"
+        hf_io.write_safetensors_lazily(os.path.join(out, shard), part)
+        weight_map.update({name: shard for name, _, _, _ in part})
+        print(f"  {shard}: {len(part)} tensors", flush=True)
+    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
 FAMILIES = {"bert": (bert_base, "BERT-base"), "gpt_neox": (pythia, "Pythia-160m"),
             "gpt2": (gpt2_small, "GPT-2 small"),
-            "pythia_1b": (lambda: pythia(d=2048, layers=16, heads=8), "Pythia-1b")}
+            "pythia_1b": (lambda: pythia(d=2048, layers=16, heads=8), "Pythia-1b"),
+            "llama_7b": (llama_entries, "LLaMA-7B")}
 
 parser = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -128,6 +184,9 @@ os.makedirs(args.out, exist_ok=True)
 probe_name = "probe.jsonl"
 if args.probe_only:
     probe_name = f"probe_{args.probe_samples}x{args.probe_length}.jsonl"
+elif args.family == "llama_7b":
+    cfg, entries = make()
+    write_llama_shards(args.out, cfg, entries)
 else:
     cfg, state = make()
     with open(os.path.join(args.out, "config.json"), "w") as f:
@@ -142,7 +201,8 @@ with open(os.path.join(args.out, probe_name), "w") as f:
         if args.family == "bert":  # [CLS] ... [SEP]
             sample = [101] + [rng.randrange(1000, 30000) for _ in range(args.probe_length - 2)] + [102]
         else:
-            sample = [rng.randrange(0, 50000) for _ in range(args.probe_length)]
+            vocab = 32000 if args.family == "llama_7b" else 50000
+            sample = [rng.randrange(0, vocab) for _ in range(args.probe_length)]
         f.write(json.dumps(sample) + "\n")
 print(f"{label}-sized {args.family} {'probe' if args.probe_only else 'checkpoint'} written to "
       f"{args.out}")
