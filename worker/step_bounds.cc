@@ -4,14 +4,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <string>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/process_memory.h"
 
 namespace anisoscope::worker {
 
@@ -40,21 +37,6 @@ std::string MemoryBoundError(const StepBounds& bounds, const absl::Status& statu
                       "); raise --worker-memory-max on the worker (on anisoscope-server for its "
                       "embedded workers) if the checkpoint is legitimate: ",
                       status.message());
-}
-
-uint64_t DataSegmentBytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (absl::StartsWith(line, "VmData:")) {
-      uint64_t kilobytes = 0;
-      return absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(7, line.size() - 10)),
-                              &kilobytes)
-                 ? kilobytes << 10
-                 : 0;
-    }
-  }
-  return 0;
 }
 
 bool NearMemoryCap(const StepBounds& bounds) {

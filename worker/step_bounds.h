@@ -34,9 +34,6 @@ bool IsAllocationFailure(const absl::Status& status);
 // raise it, then `status`'s message.
 std::string MemoryBoundError(const StepBounds& bounds, const absl::Status& status);
 
-// This process's data segment now (VmData: what RLIMIT_DATA counts); 0 when unknown.
-uint64_t DataSegmentBytes();
-
 // True when the process's data segment is within kNearCapBytes of a memory cap: a step past
 // its deadline there was most likely waiting for memory the kernel refuses (OpenBLAS, for
 // one, retries a refused buffer without end rather than fail).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "common/process_memory.h"
 #include "worker/extractor_flags.h"
 
 namespace anisoscope::worker {

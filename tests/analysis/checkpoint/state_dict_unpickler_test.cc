@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/process_memory.h"
 #include "tests/analysis/checkpoint/checkpoint_test_util.h"
 
 namespace anisoscope::analysis {
@@ -133,15 +134,6 @@ TEST(StateDictUnpicklerTest, LoaderErrorsPropagate) {
                        StatusCode::kInvalidArgument, "f.bin: storage gone"));
 }
 
-// The peak resident size of this process (VmHWM), in bytes.
-uint64_t PeakRss() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 // The byte of the pickle an error says it stopped at.
 uint64_t StoppedAt(const absl::Status& status) {
@@ -157,13 +149,13 @@ TEST(StateDictUnpicklerTest, ObjectFloodsAreRefusedWithinABudgetOfThePicklesSize
   int calls = 0;
   for (const char op : {']', '}', 'N', '(', ')'}) {
     const std::string flood = "\x80\x02" + std::string(kSize, op) + ".";
-    const uint64_t before = PeakRss();
+    const uint64_t before = PeakResidentBytes();
     const absl::Status status = UnpickleStateDict(flood, "f.bin", ArangeLoader(&calls)).status();
     EXPECT_TRUE(StatusIs(status, StatusCode::kInvalidArgument, "f.bin: pickle builds more objects",
                          "not a state dict"))
         << op;
     EXPECT_LT(StoppedAt(status), kSize / 2) << op << ": " << status;
-    EXPECT_LT(PeakRss() - before, uint64_t{64} << 20) << op;
+    EXPECT_LT(PeakResidentBytes() - before, uint64_t{64} << 20) << op;
   }
   // DUP and GET add references, not objects: charged all the same.
   for (const std::string& each : {std::string("2"), std::string("h\0", 2)}) {

@@ -8,6 +8,7 @@
 
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/models/transformer_model.h"
+#include "common/process_memory.h"
 #include "tests/analysis/checkpoint/checkpoint_test_util.h"
 #include "tests/analysis/models/tiny_checkpoint.h"
 
@@ -149,15 +150,6 @@ TEST(ModelErrorsTest, MissingConfigFieldIsNamed) {
                        "config.json: field 'n_positions' is missing"));
 }
 
-// The peak resident size of this process (VmHWM), in bytes.
-uint64_t PeakRss() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 TEST(ModelErrorsTest, ConfigNumbersOutOfRangeAreRefusedNamingTheField) {
   // The finding: head_dim 2^27 built a 1 GiB rotary table before any weight was read.
@@ -172,12 +164,12 @@ TEST(ModelErrorsTest, ConfigNumbersOutOfRangeAreRefusedNamingTheField) {
     for (const int64_t value : {int64_t{1} << 27, int64_t{1} << 34, int64_t{1} << 62}) {
       TinyCheckpoint copy = tiny;
       copy.config[field] = value;
-      const uint64_t before = PeakRss();
+      const uint64_t before = PeakResidentBytes();
       EXPECT_TRUE(StatusIs(CreateStatus(copy), StatusCode::kInvalidArgument,
                            "config.json: field '" + field +
                                "' must be a positive integer of at most 16777216, got " +
                                std::to_string(value)));
-      EXPECT_LT(PeakRss() - before, uint64_t{16} << 20) << field << " " << value;
+      EXPECT_LT(PeakResidentBytes() - before, uint64_t{16} << 20) << field << " " << value;
     }
   }
 }
@@ -187,10 +179,10 @@ TEST(ModelErrorsTest, AHeadDimInRangeIsCheckedAgainstTheWeightsBeforeTheRotaryTa
   for (const bool olmo2 : {false, true}) {
     TinyCheckpoint tiny = TinyLlama(olmo2);
     tiny.config["head_dim"] = int64_t{1} << 24;
-    const uint64_t before = PeakRss();
+    const uint64_t before = PeakResidentBytes();
     EXPECT_TRUE(StatusIs(CreateStatus(tiny), StatusCode::kInvalidArgument, "expected [67108864",
                          "config.json"));
-    EXPECT_LT(PeakRss() - before, uint64_t{16} << 20);
+    EXPECT_LT(PeakResidentBytes() - before, uint64_t{16} << 20);
   }
 }
 

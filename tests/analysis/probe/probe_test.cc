@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process_memory.h"
 #include "gtest/gtest.h"
 
 namespace anisoscope::analysis {
@@ -18,14 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using Samples = std::vector<std::vector<int64_t>>;
 
-// The process's peak resident memory (VmHWM) in bytes; 0 if unknown.
-int64_t PeakRssBytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 class TokenProbeTest : public ::testing::Test {
  protected:
@@ -220,10 +213,10 @@ TEST_F(TokenProbeTest, HugeLinesAreCutToSeqLenAsReadNotHeldWhole) {
     for (int i = 0; i < 16; ++i) out << line;
   }
   line = std::string();
-  const int64_t peak_before = PeakRssBytes();
+  const int64_t peak_before = PeakResidentBytes();
   absl::StatusOr<Probe> probe =
       ReadTokenProbe(dir_ / "probe.jsonl", 128, 4, FileGate::Host(), 262144);
-  const int64_t growth = PeakRssBytes() - peak_before;
+  const int64_t growth = PeakResidentBytes() - peak_before;
   ASSERT_TRUE(probe.ok()) << probe.status();
   EXPECT_EQ(probe->samples, Samples(16, {7, 1, 1, 1}));
   // Before: a tree of 1M values and 1M ids per line, 16 lines: hundreds of MiB.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/process_memory.h"
+
 namespace anisoscope::server {
 namespace {
 
@@ -33,14 +35,6 @@ pb::UnitProbe TextUnit(pb::ProbeMode mode, int64_t seq_len) {
   return unit;
 }
 
-// The process's peak resident memory (VmHWM) in bytes; 0 if unknown.
-int64_t PeakRssBytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 // Issue 37: a probe-tokens file of 16 lines of 8 MB cost the server +653 MiB per submit. The
 // lines are cut to seq_len as read (or refused at --max-probe-tokens): the unit holds the
@@ -60,9 +54,9 @@ TEST(UnitProbeFromSpecTest, HugeTokenLinesCostTheKeptIdsOnly) {
   spec.probe_path = file.string();
   spec.samples = 128;
   spec.seq_len = 64;
-  const int64_t peak_before = PeakRssBytes();
+  const int64_t peak_before = PeakResidentBytes();
   absl::StatusOr<pb::UnitProbe> unit = UnitProbeFromSpec(spec, FileGate::Host(), 262144);
-  const int64_t growth = PeakRssBytes() - peak_before;
+  const int64_t growth = PeakResidentBytes() - peak_before;
   ASSERT_TRUE(unit.ok()) << unit.status();
   ASSERT_EQ(unit->tokens().samples_size(), 16);
   for (const pb::TokenSample& sample : unit->tokens().samples()) {

@@ -1,0 +1,15 @@
+// This process's memory as the kernel counts it (/proc/self/status): the one place it is
+// read, by the worker's memory cap (VmData: what RLIMIT_DATA counts) and by the tests that
+// bound a reader's peak (VmHWM).
+#pragma once
+
+#include <cstdint>
+
+namespace anisoscope {
+
+// The data segment now (VmData), in bytes; 0 when unknown.
+uint64_t DataSegmentBytes();
+// The peak resident size so far (VmHWM), in bytes; 0 when unknown.
+uint64_t PeakResidentBytes();
+
+}  // namespace anisoscope
