@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "bench/watched_job.h"
 #include "common/message_limits.h"
 #include "server/anisoscope_server.h"
 #include "worker/worker_loop.h"
@@ -82,7 +83,15 @@ class TimedExtractor : public analysis::Extractor {
         m.k_mean.assign(64, -0.5);
       }
     }
-    for (int i = 0; i <= 12; ++i) metrics.hidden_states.push_back({i, 0.3, 10.0});
+    for (int i = 0; i <= 12; ++i) {
+      analysis::HiddenStateMetrics& m = metrics.hidden_states.emplace_back();
+      m.index = i;
+      m.anisotropy = 0.3;
+      m.mean_norm = 10.0;
+      // The second wave's spectrum: min(tokens, hidden size) singular values, as the engine.
+      m.spectrum.assign(std::min<size_t>(probe.num_tokens(), 768), 1.0 / (i + 1));
+    }
+    metrics.final_norm_gain.assign(768, 1.0);
     return metrics;
   }
 
@@ -149,23 +158,10 @@ Result Run(const fs::path& dir, int workers, int units, double seconds) {
   for (auto& loop : loops) threads.emplace_back([&loop] { loop->Run(); });
   absl::SleepFor(absl::Milliseconds(200));  // every worker is long-polling
 
-  const auto start = std::chrono::steady_clock::now();
-  pb::Job job;
-  {
-    grpc::ClientContext context;
-    const grpc::Status status = jobs->SubmitJob(&context, request, &job);
-    if (!status.ok()) Die(status.error_message());
-  }
-  pb::WatchJobRequest watch;
-  watch.set_id(job.id());
-  grpc::ClientContext context;
-  auto reader = jobs->WatchJob(&context, watch);
-  pb::JobEvent event;
-  while (reader->Read(&event)) {
-    if (event.kind() == pb::JobEvent::KIND_JOB_FINISHED) job = event.job();
-  }
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const absl::StatusOr<WatchedJob> watched = SubmitAndWatch(jobs.get(), request);
+  if (!watched.ok()) Die(std::string(watched.status().message()));
+  const pb::Job& job = watched->job;
+  const double elapsed = watched->seconds;
   if (job.state() != pb::JOB_STATE_SUCCEEDED) Die("the bench job did not succeed");
   for (auto& loop : loops) loop->Stop();
   for (std::thread& thread : threads) thread.join();

@@ -16,7 +16,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "analysis/extractor/extractor.h"
+#include "bench/watched_job.h"
 #include "server/anisoscope_server.h"
 #include "server/server_options.h"
 
@@ -72,30 +72,10 @@ SeriesTime RunSeries(const fs::path& run_dir, const fs::path& probe, bool proces
   request.mutable_probe()->set_source(pb::PROBE_SOURCE_TOKENS);
   request.mutable_probe()->set_path(probe.string());
   request.mutable_probe()->set_samples(16);  // the whole probe of make_bench_checkpoint.py
-  const auto start = std::chrono::steady_clock::now();
-  pb::Job job;
-  {
-    grpc::ClientContext context;
-    const grpc::Status status = jobs->SubmitJob(&context, request, &job);
-    if (!status.ok()) Die(status.error_message());
-  }
-  pb::WatchJobRequest watch;
-  watch.set_id(job.id());
-  grpc::ClientContext context;
-  auto reader = jobs->WatchJob(&context, watch);
-  pb::JobEvent event;
-  std::chrono::steady_clock::time_point first_step;
-  bool first_seen = false;
-  while (reader->Read(&event)) {
-    if (event.kind() == pb::JobEvent::KIND_STEP_FINISHED && !first_seen) {
-      first_step = std::chrono::steady_clock::now();
-      first_seen = true;
-    }
-    if (event.kind() == pb::JobEvent::KIND_JOB_FINISHED) job = event.job();
-  }
-  const auto end = std::chrono::steady_clock::now();
-  const SeriesTime seconds = {std::chrono::duration<double>(end - start).count(),
-                              std::chrono::duration<double>(end - first_step).count()};
+  const absl::StatusOr<WatchedJob> watched = SubmitAndWatch(jobs.get(), request);
+  if (!watched.ok()) Die(std::string(watched.status().message()));
+  const pb::Job& job = watched->job;
+  const SeriesTime seconds = {watched->seconds, watched->seconds - watched->first_step_seconds};
   if (job.state() != pb::JOB_STATE_SUCCEEDED) Die("the bench job did not succeed");
   (*server)->Shutdown(absl::Seconds(2));
   server->reset();

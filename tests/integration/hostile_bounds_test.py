@@ -15,18 +15,14 @@ import unittest
 
 import grpc
 
-from server_process import BIN, ServerProcess, create_token
+from server_process import BIN, ServerProcess, create_token, process_bytes
 
 WATCH = "/anisoscope.v1.JobService/WatchJob"
 
 
 def peak_rss_mib(pid):
     """The process's peak resident set (VmHWM), in MiB."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
+    return process_bytes(pid) / (1 << 20)
 
 
 def varint(value):

@@ -14,8 +14,8 @@ import tempfile
 import time
 import unittest
 
-from server_process import (BIN, ServerProcess, create_token, host_command, stored_steps,
-                            wait_for)
+from server_process import (BIN, ServerProcess, create_token, host_command, process_bytes,
+                            stored_steps, wait_for)
 from worker_test import FIXTURE, WorkerProcess
 
 SECRET = "deadbeefcafe0123"  # hex, so that a lax reader would take it for a commit
@@ -154,7 +154,18 @@ class HostileFilesTest(unittest.TestCase):
         self.assertEqual(stored_steps(self.db), [])
 
 
-class HostileTokenizerAndProbeTest(unittest.TestCase):
+class ServerWithWorkersTest(unittest.TestCase):
+    """A test's server (self.server), its remote workers (self.workers) and its folder
+    (self.work), stopped and removed after each test."""
+
+    def tearDown(self):
+        for worker in self.workers:
+            worker.stop()
+        self.server.stop()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+class HostileTokenizerAndProbeTest(ServerWithWorkersTest):
     """Issue 37, the tokenizer and probe readers, tried against a real server: a tokenizer.json
     whose Split regex backtracks made its step stay RUNNING for ever (now: FAILED within
     seconds, naming the file and the pattern's field); a probe-tokens file of 16 lines of 8 MB
@@ -174,11 +185,6 @@ class HostileTokenizerAndProbeTest(unittest.TestCase):
             "--workers", "0", "--lease-timeout", "10"]).start()
         self.workers = []
 
-    def tearDown(self):
-        for worker in self.workers:
-            worker.stop()
-        self.server.stop()
-        shutil.rmtree(self.work, ignore_errors=True)
 
     def answers(self):
         listed = self.server.cli("jobs", timeout=30)
@@ -186,9 +192,7 @@ class HostileTokenizerAndProbeTest(unittest.TestCase):
         return True
 
     def peak_rss(self):
-        with open(f"/proc/{self.server.process.pid}/status") as f:
-            line = next(line for line in f if line.startswith("VmHWM:"))
-        return int(line.split()[1]) * 1024
+        return process_bytes(self.server.process.pid)
 
     def step_of(self, job):
         with sqlite3.connect(self.db) as db:
@@ -251,16 +255,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import hostile_checkpoints  # noqa: E402
 
 
-def peak_rss(pid):
-    """VmHWM of process `pid`, in bytes."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmHWM for {pid}")
-
-
-class HostileCheckpointContentTest(unittest.TestCase):
+class HostileCheckpointContentTest(ServerWithWorkersTest):
     """Issue 37's checkpoint findings, each in a step run by a real remote worker: the step
     fails with an error naming the file and what is wrong, and the worker's peak RSS grows
     no more than 64 MiB beyond that of a legitimate checkpoint (plus the file's own size,
@@ -273,11 +268,6 @@ class HostileCheckpointContentTest(unittest.TestCase):
         self.server = ServerProcess(self.db, [FIXTURE, self.work], ["--workers", "0"]).start()
         self.workers = []
 
-    def tearDown(self):
-        for worker in self.workers:
-            worker.stop()
-        self.server.stop()
-        shutil.rmtree(self.work, ignore_errors=True)
 
     def run_step(self, name, files=None, config=None):
         """One step: the fixture's BERT step with `files` (name -> bytes) in place of its
@@ -309,7 +299,7 @@ class HostileCheckpointContentTest(unittest.TestCase):
         self.assertTrue(wait_for(lambda: row()[0] in ("done", "failed"), timeout=60,
                                  interval=0.1), row())
         state, error = row()
-        return submitted, state, error, peak_rss(worker.process.pid)
+        return submitted, state, error, process_bytes(worker.process.pid)
 
     def legitimate_peak(self):
         if HostileCheckpointContentTest.baseline is None:

@@ -84,6 +84,16 @@ def stored_steps(db):
             "SELECT step, COUNT(*) FROM steps GROUP BY step ORDER BY step").fetchall()
 
 
+def process_bytes(pid, field="VmHWM"):
+    """A memory field of /proc/PID/status (VmHWM: the peak resident set; VmData: the data
+    segment that RLIMIT_DATA counts), in bytes."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} for process {pid}")
+
+
 def wait_for(predicate, timeout=120, interval=0.1):
     deadline = time.time() + timeout
     while time.time() < deadline:

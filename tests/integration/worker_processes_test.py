@@ -14,7 +14,7 @@ import tempfile
 import time
 import unittest
 
-from server_process import ServerProcess, wait_for
+from server_process import ServerProcess, process_bytes, wait_for
 from worker_test import FIXTURE
 
 
@@ -159,10 +159,9 @@ class WorkerProcessesTest(unittest.TestCase):
         self.start_server()
         [worker] = self.workers()
         time.sleep(1)
-        with open(f"/proc/{worker}/status") as f:
-            idle = next(int(line.split()[1]) for line in f if line.startswith("VmData:"))
+        idle = process_bytes(worker, "VmData")
         self.server.stop()
-        cap = (idle >> 10) + 64
+        cap = (idle >> 20) + 64
         self.start_server("--worker-memory-max", f"{cap}MiB", "--step-timeout", "10")
         run_dir, probe = self.make_run("run", 1, 40)
         job = self.submit(run_dir, probe, "r")
