@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -25,8 +26,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "analysis/checkpoint/checkpoint.h"
 #include "analysis/checkpoint/checkpoint_prefetcher.h"
 #include "analysis/checkpoint/fingerprint.h"
@@ -38,6 +41,8 @@
 #include "analysis/metrics/embedding_isotropy.h"
 #include "analysis/metrics/spectral_statistics.h"
 #include "analysis/models/transformer_model.h"
+#include "bench/cpu_usage.h"
+#include "common/process_memory.h"
 
 namespace anisoscope::analysis {
 namespace {
@@ -88,6 +93,61 @@ double Seconds(std::chrono::steady_clock::time_point start) {
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
 
+// The highest anonymous resident memory (RssAnon) while it lives, sampled every 10 ms: the
+// memory a step holds beyond the pages of its mapped weight files, which the kernel keeps
+// no high-water mark of.
+class AnonymousPeak {
+ public:
+  AnonymousPeak() : sampler_([this] {
+      while (!done_) {
+        Sample();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }) {}
+  ~AnonymousPeak() {
+    done_ = true;
+    sampler_.join();
+  }
+  double MiB() {
+    Sample();
+    return static_cast<double>(peak_) / 1048576.0;
+  }
+
+ private:
+  void Sample() {
+    const uint64_t now = anisoscope::AnonymousResidentBytes();
+    for (uint64_t seen = peak_; now > seen && !peak_.compare_exchange_weak(seen, now);) {
+    }
+  }
+  std::atomic<bool> done_{false};
+  std::atomic<uint64_t> peak_{0};
+  std::thread sampler_;
+};
+
+// The floating-point operations of a forward over `batches`: 2 per multiply-add of every
+// projection matrix for each position of a batch (padding included, as computed), and the
+// attention's two [T, T] products per layer. The projections are the checkpoint's matrices
+// that are not tables looked up by token or position, by their Hugging Face names
+// (embeddings, wte/wpe, lm_head, and BERT's pooler, which no metric runs).
+double ForwardFlops(const Checkpoint& checkpoint, const ModelShape& shape,
+                    const std::vector<Batch>& batches) {
+  double projection = 0;
+  for (const auto& [name, stored] : checkpoint.tensors()) {
+    const bool table = absl::StrContains(name, "embed") || absl::StrContains(name, "wte") ||
+                       absl::StrContains(name, "wpe") || absl::StrContains(name, "lm_head") ||
+                       absl::StrContains(name, "pooler");
+    if (stored.tensor.dim() != 2 || table) continue;
+    projection += static_cast<double>(stored.tensor.numel());
+  }
+  double flops = 0;
+  for (const Batch& batch : batches) {
+    const double positions = static_cast<double>(batch.samples.size()) * batch.length;
+    flops += 2 * positions * projection +
+             4 * positions * batch.length * shape.hidden_size * shape.num_layers;
+  }
+  return flops;
+}
+
 [[noreturn]] void Fail(const absl::Status& status) {
   std::fprintf(stderr, "extract_bench: %s\n", status.ToString().c_str());
   std::exit(1);
@@ -103,6 +163,9 @@ struct PerCheckpointSeconds {
 struct BaselineSeconds {
   double load = 0;     // checkpoint read and model on the device
   double forward = 0;  // forward of every batch, no metrics
+  double flops = 0;    // of that forward (ForwardFlops)
+  CpuUsage forward_cpu;
+  double forward_anonymous_mib = 0;  // the anonymous peak during the forward
   PerCheckpointSeconds per_checkpoint;
 };
 
@@ -128,7 +191,8 @@ PerCheckpointSeconds TimePerCheckpointMetrics(const TransformerModel& model, int
 }
 
 // The load, then the forward alone with the extractor's batching, then the per-checkpoint
-// metrics alone on the loaded model; the device is drained before each clock stops.
+// metrics alone on the loaded model when the probe's groups have them; the device is
+// drained before each clock stops.
 BaselineSeconds TimeBaseline(const fs::path& dir, const Probe& probe,
                              const TorchExtractorOptions& options) {
   c10::InferenceMode guard;
@@ -144,16 +208,28 @@ BaselineSeconds TimeBaseline(const fs::path& dir, const Probe& probe,
   const at::Device device = (*model)->device();
   drain.add_(1).cpu();
   seconds.load = Seconds(load_start);
-  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Batch> batches =
+      PlanBatches(probe, (*model)->shape(), options.batch_size,
+                  BatchBudgetBytes(device, checkpoint->size_bytes()));
+  seconds.flops = ForwardFlops(*checkpoint, (*model)->shape(), batches);
   NullObserver observer;
-  for (const Batch& batch : PlanBatches(probe, (*model)->shape(), options.batch_size,
-                                        BatchBudgetBytes(device, checkpoint->size_bytes()))) {
-    const BatchTensors tensors = MakeBatchTensors(probe, batch, device);
-    (*model)->Forward(tensors.ids, tensors.valid, observer);
+  {
+    AnonymousPeak anonymous;
+    const CpuUsage cpu_before = CpuUsage::Now();
+    const auto start = std::chrono::steady_clock::now();
+    for (const Batch& batch : batches) {
+      const BatchTensors tensors = MakeBatchTensors(probe, batch, device);
+      (*model)->Forward(tensors.ids, tensors.valid, observer);
+    }
+    drain.add_(1).cpu();
+    seconds.forward = Seconds(start);
+    seconds.forward_cpu = CpuUsage::Now() - cpu_before;
+    seconds.forward_anonymous_mib = anonymous.MiB();
   }
-  drain.add_(1).cpu();
-  seconds.forward = Seconds(start);
-  seconds.per_checkpoint = TimePerCheckpointMetrics(**model, probe.num_tokens());
+  if (Has(probe.metric_groups, MetricGroup::kSpectra) ||
+      Has(probe.metric_groups, MetricGroup::kWeights)) {
+    seconds.per_checkpoint = TimePerCheckpointMetrics(**model, probe.num_tokens());
+  }
   return seconds;
 }
 
@@ -313,7 +389,11 @@ int Run(const BenchOptions& options) {
       options.extractor.batch_size > 0 ? std::to_string(options.extractor.batch_size).c_str()
                                        : "auto");
   const double rss_before = CurrentRssMiB();  // the runtime, before any checkpoint is read
+  const double anonymous_before = MiB(anisoscope::AnonymousResidentBytes());
   double best_extract = 1e30, best_forward = 1e30, best_load = 1e30;
+  BaselineSeconds fastest_forward;  // the figures of the best forward-only pass
+  CpuUsage extract_cpu;             // of the best extract
+  double anonymous_mib = 0;         // the anonymous peak of the extracts
   PerCheckpointSeconds best_fixed{1e30, 1e30};
   int64_t device_peak = 0;
   double peak_mib = 0;  // during the extracts alone, not the baseline's forward or the read
@@ -332,10 +412,17 @@ int Run(const BenchOptions& options) {
     double other = other_first ? time_other() : 0;
     ResetPeakMemory(device);
     ResetPeakRss();
-    const auto start = std::chrono::steady_clock::now();
-    metrics = ExtractOnce(**extractor, options.checkpoint, probe);
-    const double extract = Seconds(start);
-    best_extract = std::min(best_extract, extract);
+    double extract = 0;
+    {
+      AnonymousPeak anonymous;
+      const CpuUsage cpu_before = CpuUsage::Now();
+      const auto start = std::chrono::steady_clock::now();
+      metrics = ExtractOnce(**extractor, options.checkpoint, probe);
+      extract = Seconds(start);
+      if (extract < best_extract) extract_cpu = CpuUsage::Now() - cpu_before;
+      best_extract = std::min(best_extract, extract);
+      if (!other_first) anonymous_mib = std::max(anonymous_mib, anonymous.MiB());
+    }
     device_peak = std::max(device_peak, PeakAllocatedBytes(device));
     // Not after the other extract: what its allocator kept would count as this one's.
     if (!other_first) peak_mib = std::max(peak_mib, PeakRssMiB());
@@ -345,13 +432,24 @@ int Run(const BenchOptions& options) {
       pair_ratios.push_back(extract / other);
     }
     const BaselineSeconds baseline = TimeBaseline(options.checkpoint, probe, options.extractor);
+    if (baseline.forward < best_forward) fastest_forward = baseline;
     best_forward = std::min(best_forward, baseline.forward);
     best_load = std::min(best_load, baseline.load);
     if (baseline.per_checkpoint.total() < best_fixed.total()) best_fixed = baseline.per_checkpoint;
   }
   std::printf("extract (load + forward + metrics): %.3f s per checkpoint (best of %d)\n",
               best_extract, options.repeats);
-  std::printf("forward only (load excluded):       %.3f s\n", best_forward);
+  std::printf("forward only (load excluded):       %.3f s, %.1f GFLOP, %.1f GFLOP/s\n", best_forward,
+              fastest_forward.flops / 1e9, fastest_forward.flops / best_forward / 1e9);
+  std::printf(
+      "kernel share of the CPU time:       forward %.1f %% (%ld page faults), extract %.1f %% "
+      "(%ld page faults)\n",
+      100 * fastest_forward.forward_cpu.kernel_share(), fastest_forward.forward_cpu.page_faults,
+      100 * extract_cpu.kernel_share(), extract_cpu.page_faults);
+  std::printf(
+      "anonymous memory (RssAnon) peak:    extract %.1f MiB, forward %.1f MiB (%.1f MiB before "
+      "the first load)\n",
+      anonymous_mib, fastest_forward.forward_anonymous_mib, anonymous_before);
   std::printf("load alone (read, onto the device): %.3f s\n", best_load);
   const ReadFigures read = TimeRead(options.checkpoint);
   std::printf("read (load, every byte touched):    %.3f s, %.2f GB/s\n", read.seconds,
@@ -369,12 +467,14 @@ int Run(const BenchOptions& options) {
     for (double ratio : pair_ratios) std::printf(" %.3f", ratio);
     std::printf("\n");
   }
-  std::printf(
-      "per-checkpoint metrics alone:       %.3f s, %.2f x the forward: the embedding's partition "
-      "function %.3f s, %d eigen-solves of %d x %d %.3f s\n",
-      best_fixed.total(), best_fixed.total() / best_forward, best_fixed.partition,
-      metrics.shape.num_layers + 1, metrics.shape.hidden_size, metrics.shape.hidden_size,
-      best_fixed.spectra);
+  if (Has(groups, MetricGroup::kSpectra) || Has(groups, MetricGroup::kWeights)) {
+    std::printf(
+        "per-checkpoint metrics alone:       %.3f s, %.2f x the forward: the embedding's "
+        "partition function %.3f s, %d eigen-solves of %d x %d %.3f s\n",
+        best_fixed.total(), best_fixed.total() / best_forward, best_fixed.partition,
+        metrics.shape.num_layers + 1, metrics.shape.hidden_size, metrics.shape.hidden_size,
+        best_fixed.spectra);
+  }
   const double checkpoint_mib = MiB(DirectoryBytes(options.checkpoint));
   std::printf(
       "checkpoint size %.1f MiB, peak RSS of an extract %.1f MiB (%.1f MiB before the first load; "

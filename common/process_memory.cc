@@ -34,5 +34,6 @@ uint64_t StatusBytes(absl::string_view field) {
 
 uint64_t DataSegmentBytes() { return StatusBytes("VmData"); }
 uint64_t PeakResidentBytes() { return StatusBytes("VmHWM"); }
+uint64_t AnonymousResidentBytes() { return StatusBytes("RssAnon"); }
 
 }  // namespace anisoscope

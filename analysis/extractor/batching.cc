@@ -9,12 +9,13 @@ namespace anisoscope::analysis {
 
 int64_t BatchBudgetBytes(const at::Device& device, uint64_t checkpoint_bytes) {
   constexpr int64_t kCpuFloor = int64_t{4} << 20;
+  constexpr int64_t kCpuCeiling = int64_t{256} << 20;
+  constexpr int64_t kCudaFloor = int64_t{32} << 20;
   constexpr int64_t kCudaCeiling = int64_t{2} << 30;
   if (device.is_cuda()) {
-    return std::clamp<int64_t>(FreeMemoryBytes(device) / 8, kCpuBatchBudgetBytes, kCudaCeiling);
+    return std::clamp<int64_t>(FreeMemoryBytes(device) / 8, kCudaFloor, kCudaCeiling);
   }
-  return std::clamp<int64_t>(static_cast<int64_t>(checkpoint_bytes / 32), kCpuFloor,
-                             kCpuBatchBudgetBytes);
+  return std::clamp<int64_t>(static_cast<int64_t>(checkpoint_bytes / 32), kCpuFloor, kCpuCeiling);
 }
 
 int AutoBatchSize(const ModelShape& shape, int64_t length, int64_t budget_bytes) {

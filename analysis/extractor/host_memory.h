@@ -5,6 +5,12 @@
 // blocks above its mmap threshold (at most 32 MiB) with fresh mmap()s and gives heap memory
 // above its trim threshold back to the kernel on free, so each layer page-faults its
 // blocks in again: at 512 tokens that doubled the forward's time on the CPU.
+//
+// Only the main thread's arena is held to these settings: glibc gives every other thread an
+// arena of heaps of at most 64 MiB, and serves a larger block with a fresh mmap whatever
+// the threshold. A 7B model's widened projections are 64 to 172 MiB: run as a thread of the
+// server, its step spent 28 % of its CPU time faulting them in (docs/performance.md, "A 7B
+// model on the CPU"). The engine therefore runs on the main thread of anisoscope-worker.
 #pragma once
 
 namespace anisoscope::analysis {

@@ -26,14 +26,35 @@ TEST(BatchingTest, AutoBatchKeepsTheLargestLayerTensorWithin32MiB) {
   EXPECT_EQ(AutoBatchSize(BertBase(), 1), 256);
 }
 
-TEST(BatchingTest, CpuBudgetIsA32ndOfTheCheckpointWithin4To32MiB) {
+ModelShape Llama7B() {
+  ModelShape shape;
+  shape.num_layers = 32;
+  shape.num_heads = 32;
+  shape.head_dim = 128;
+  shape.hidden_size = 4096;
+  return shape;
+}
+
+TEST(BatchingTest, CpuBudgetIsA32ndOfTheCheckpointWithin4To256MiB) {
   const at::Device cpu("cpu");
   constexpr uint64_t kBertBaseBytes = uint64_t{415} << 20;
   EXPECT_EQ(BatchBudgetBytes(cpu, kBertBaseBytes), int64_t{415} << 15);
   EXPECT_EQ(BatchBudgetBytes(cpu, 1 << 20), int64_t{4} << 20);
-  EXPECT_EQ(BatchBudgetBytes(cpu, uint64_t{2} << 30), int64_t{32} << 20);
+  EXPECT_EQ(BatchBudgetBytes(cpu, uint64_t{2} << 30), int64_t{64} << 20);
+  EXPECT_EQ(BatchBudgetBytes(cpu, uint64_t{64} << 30), int64_t{256} << 20);
   // BERT-base at 128 tokens: 8 samples per forward (of the paper's 16: two forwards).
   EXPECT_EQ(AutoBatchSize(BertBase(), 128, BatchBudgetBytes(cpu, kBertBaseBytes)), 8);
+}
+
+TEST(BatchingTest, ALargeModelsBatchesGrowWithItsCheckpoint) {
+  // LLaMA-7B in bfloat16 (12.55 GiB): every weight is read and widened once per batch, so
+  // 16 x 128 tokens go in one forward (at most 32 samples of 8 MiB each), not four.
+  const at::Device cpu("cpu");
+  constexpr uint64_t kLlama7BBytes = uint64_t{12852} << 20;
+  EXPECT_EQ(AutoBatchSize(Llama7B(), 128, BatchBudgetBytes(cpu, kLlama7BBytes)), 32);
+  EXPECT_EQ(AutoBatchSize(Llama7B(), 128), 4);
+  // At 2048 tokens one sample's attention alone is 512 MiB: one per batch, whatever the size.
+  EXPECT_EQ(AutoBatchSize(Llama7B(), 2048, BatchBudgetBytes(cpu, kLlama7BBytes)), 1);
 }
 
 TEST(BatchingTest, AGpuBudgetTakesWholeProbes) {
