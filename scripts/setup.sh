@@ -26,6 +26,7 @@ PACKAGES=(
   libsentencepiece-dev               # tests: the reference for the converted SentencePiece tokenizer.model
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates
   slurm-wlm munge                    # the Slurm deployment test (a real single-node Slurm)
+  s3cmd                              # tests/sources/servers: puts the S3 fixtures into s3rver
   python3-yaml                       # the Kubernetes manifest test
   prometheus                         # promtool: deploy/prometheus/'s rule checks and unit tests
   python3-grpcio grpc-proto          # the reflection test (a v1alpha client from grpc-proto)
@@ -56,15 +57,16 @@ if dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q "inst
   echo "setup: warning: libopenblas0-pthread is installed beside libopenblas0-openmp" >&2
 fi
 
-# The dashboard's ECharts (web/) and the browser test's playwright-core (tests/web/), from
-# the npm registry at the versions their package-lock.json pins; reinstalled when
-# node_modules is missing or older than the lock file.
+# The dashboard's ECharts (web/), the browser test's playwright-core (tests/web/) and the
+# source tests' s3rver and @huggingface/hub (tests/sources/servers/), from the npm registry
+# at the versions their package-lock.json pins; reinstalled when node_modules is missing or
+# older than the lock file.
 if ! command -v npm >/dev/null; then
   echo "setup: installing npm" >&2
   $([[ $(id -u) -ne 0 ]] && echo sudo) env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
-for dir in web tests/web; do
+for dir in web tests/web tests/sources/servers; do
   if [[ ! -d "$dir/node_modules" || "$dir/package-lock.json" -nt "$dir/node_modules" ]]; then
     echo "setup: npm ci in $dir" >&2
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error && touch node_modules)

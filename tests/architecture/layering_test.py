@@ -21,7 +21,9 @@ SOURCE_DIR = os.path.abspath(os.environ.get(
 LAYERS = [
     ["common"],
     ["proto"],
-    ["storage", "analysis/checkpoint", "analysis/tokenizer"],
+    ["storage", "analysis/checkpoint", "analysis/tokenizer",
+     "sources/transfer",              # HTTP downloads (libcurl): the Hub and S3 sit on it
+     "sources/cache"],                # the bounded cache those downloads land in
     ["analysis/models"],
     # The metric names and CheckpointMetrics: no LibTorch, so client/ and server/ include it.
     # It sits above models/ only for ModelShape (models/model_shape.h, plain data); with that
