@@ -14,7 +14,7 @@ and a token probe (16 x 128 by default), for bench/extract_bench:
                      written tensor by tensor: the model is never held in memory.
 usage: make_bench_checkpoint.py OUT_DIR [--family bert|gpt_neox|gpt2|pythia_1b|llama_7b]
                                 [--format safetensors|bin] [--probe-samples N]
-                                [--probe-length L] [--probe-only]
+                                [--probe-length L] [--probe-only] [--seed N]
 The probe goes to OUT_DIR/probe.jsonl; --probe-only writes only the probe, as
 OUT_DIR/probe_NxL.jsonl, beside an existing checkpoint."""
 import argparse
@@ -177,8 +177,11 @@ parser.add_argument("--probe-length", type=int, default=128,
                     help="tokens per sample, at most the model's maximum (512 for bert)")
 parser.add_argument("--probe-only", action="store_true",
                     help="write only the probe, as OUT_DIR/probe_NxL.jsonl")
+parser.add_argument("--seed", type=int, default=0,
+                    help="the weights' random seed: distinct seeds, distinct files (a series "
+                         "whose steps a cache must not take for one another)")
 args = parser.parse_args()
-torch.manual_seed(0)
+torch.manual_seed(args.seed)
 make, label = FAMILIES[args.family]
 os.makedirs(args.out, exist_ok=True)
 probe_name = "probe.jsonl"

@@ -21,7 +21,8 @@ PACKAGES=(
   libboost-dev                       # Boost.Math: the correlation tests' p-values (server/queries/correlation_statistics.cc)
   libxxhash-dev                      # XXH3: the checkpoints' fingerprints, the API answers' ETags
   zlib1g-dev                         # gzip of the API's answers (server/http/encoded_response.cc)
-  libcurl4-openssl-dev               # bench/: the load benchmarks' HTTP pollers (libcurl multi)
+  libcurl4-openssl-dev               # sources/transfer: Hub and S3 downloads; bench/: the load benchmarks' HTTP pollers
+  libpugixml-dev                     # sources/listing: S3's ListObjectsV2 XML
   libonig-dev                        # Oniguruma, the tokenizers' Split regexes as Hugging Face runs them
   libsentencepiece-dev               # tests: the reference for the converted SentencePiece tokenizer.model
   libssl-dev openssl                 # token hashes, TLS; the team test's CA and certificates

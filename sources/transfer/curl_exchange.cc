@@ -68,16 +68,23 @@ absl::StatusOr<std::unique_ptr<CurlExchange>> CurlExchange::Create(const Transfe
           absl::CHexEscape(aws.region), "\", service \"", absl::CHexEscape(aws.service), "\")"));
     }
   }
-  CURL* easy = curl_easy_init();
-  if (easy == nullptr) return absl::ResourceExhaustedError("libcurl could not make a handle");
-  return std::unique_ptr<CurlExchange>(new CurlExchange(options, credentials, easy));
+  CURLM* multi = curl_multi_init();
+  CURL* easy = multi != nullptr ? curl_easy_init() : nullptr;
+  if (easy == nullptr) {
+    if (multi != nullptr) curl_multi_cleanup(multi);
+    return absl::ResourceExhaustedError("libcurl could not make a handle");
+  }
+  return std::unique_ptr<CurlExchange>(new CurlExchange(options, credentials, multi, easy));
 }
 
 CurlExchange::CurlExchange(const TransferOptions& options, const Credentials& credentials,
-                           CURL* easy)
-    : options_(options), credentials_(credentials), easy_(easy) {}
+                           CURLM* multi, CURL* easy)
+    : options_(options), credentials_(credentials), multi_(multi), easy_(easy) {}
 
-CurlExchange::~CurlExchange() { curl_easy_cleanup(easy_); }
+CurlExchange::~CurlExchange() {
+  curl_multi_cleanup(multi_);
+  curl_easy_cleanup(easy_);
+}
 
 size_t CurlExchange::OnHeader(char* data, size_t size, size_t count, void* self_pointer) {
   auto* self = static_cast<CurlExchange*>(self_pointer);
@@ -113,6 +120,10 @@ size_t CurlExchange::OnBody(char* data, size_t size, size_t count, void* self_po
   self->last_byte_ = Clock::now();
   ExchangeOutcome& outcome = *self->outcome_;
   outcome.body_bytes += static_cast<int64_t>(bytes);
+  if (self->Cancelled()) {
+    outcome.cancelled = true;
+    return 0;
+  }
   if (outcome.http_status >= 200 && outcome.http_status < 300) {
     if (self->sink_ == nullptr) return bytes;
     outcome.sink_status = self->sink_->Write(absl::string_view(data, bytes));
@@ -125,6 +136,10 @@ size_t CurlExchange::OnBody(char* data, size_t size, size_t count, void* self_po
 
 int CurlExchange::OnProgress(void* self_pointer, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* self = static_cast<CurlExchange*>(self_pointer);
+  if (self->Cancelled()) {
+    self->outcome_->cancelled = true;
+    return 1;
+  }
   if (Clock::now() - self->last_byte_ < absl::ToChronoNanoseconds(self->options_.stall_timeout)) {
     return 0;
   }
@@ -132,8 +147,48 @@ int CurlExchange::OnProgress(void* self_pointer, curl_off_t, curl_off_t, curl_of
   return 1;
 }
 
+CURLcode CurlExchange::Perform() {
+  if (curl_multi_add_handle(multi_, easy_) != CURLM_OK) return CURLE_FAILED_INIT;
+  CURLcode code = CURLE_OK;
+  bool done = false;
+  while (!done) {
+    int running = 0;
+    if (curl_multi_perform(multi_, &running) != CURLM_OK) {
+      code = CURLE_OUT_OF_MEMORY;
+      break;
+    }
+    int queued = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi_, &queued)) {
+      if (message->msg == CURLMSG_DONE && message->easy_handle == easy_) {
+        code = message->data.result;
+        done = true;
+      }
+    }
+    if (done) break;
+    if (running == 0) {  // ended without a result: not expected of libcurl
+      code = CURLE_GOT_NOTHING;
+      break;
+    }
+    // Between callbacks (a quiet server, a slow resolve) the flag is read here.
+    if (Cancelled()) {
+      outcome_->cancelled = true;
+      code = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    if (curl_multi_poll(multi_, nullptr, 0, static_cast<int>(Milliseconds(kCancelPoll)), nullptr) !=
+        CURLM_OK) {
+      code = CURLE_OUT_OF_MEMORY;
+      break;
+    }
+  }
+  // Mid-transfer, this closes the connection rather than returning it to the cache.
+  curl_multi_remove_handle(multi_, easy_);
+  return code;
+}
+
 ExchangeOutcome CurlExchange::Run(const ExchangeRequest& request, BodySink* sink) {
   ExchangeOutcome outcome;
+  cancel_ = request.cancel;
   sink_ = sink;
   outcome_ = &outcome;
   dropped_bytes_ = 0;
@@ -191,7 +246,7 @@ ExchangeOutcome CurlExchange::Run(const ExchangeRequest& request, BodySink* sink
   curl_easy_setopt(easy_, CURLOPT_XFERINFODATA, this);
   curl_easy_setopt(easy_, CURLOPT_NOPROGRESS, 0L);
 
-  outcome.code = curl_easy_perform(easy_);
+  outcome.code = Perform();
 
   char* location = nullptr;
   if (curl_easy_getinfo(easy_, CURLINFO_REDIRECT_URL, &location) == CURLE_OK &&
@@ -206,6 +261,7 @@ ExchangeOutcome CurlExchange::Run(const ExchangeRequest& request, BodySink* sink
   curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, nullptr);
   curl_slist_free_all(connect_to);
+  cancel_ = nullptr;
   sink_ = nullptr;
   outcome_ = nullptr;
   return outcome;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "absl/strings/cord.h"
@@ -37,6 +39,24 @@ absl::Status WithSuffix(const absl::Status& status, absl::string_view suffix) {
     extended.SetPayload(type, payload);
   });
   return extended;
+}
+
+bool IsSet(const std::atomic<bool>* flag) { return flag != nullptr && flag->load(); }
+
+// Sleeps `pause`, in short slices so that a cancel wakes it early; false when cancelled.
+bool SleepUnlessCancelled(absl::Duration pause, const std::atomic<bool>* cancel) {
+  using Clock = std::chrono::steady_clock;
+  constexpr Clock::duration kSlice = std::chrono::milliseconds(10);
+  const Clock::time_point until = Clock::now() + absl::ToChronoNanoseconds(pause);
+  for (Clock::time_point now = Clock::now(); now < until; now = Clock::now()) {
+    if (IsSet(cancel)) return false;
+    std::this_thread::sleep_for(std::min(kSlice, until - now));
+  }
+  return !IsSet(cancel);
+}
+
+absl::Status Cancelled(absl::string_view what) {
+  return absl::CancelledError(absl::StrCat(what, ": cancelled"));
 }
 
 // The Status of a transfer that failed on the way (no HTTP status to speak of), and whether
@@ -87,17 +107,21 @@ absl::StatusOr<FetchAnswer> FetchWithRetries(const TransferOptions& options,
       spdlog::warn("{}; attempt {} of {} in {}", std::string(last.status.message()), attempt,
                    options.max_attempts,
                    absl::FormatDuration(absl::Trunc(pause, absl::Milliseconds(1))));
-      std::this_thread::sleep_for(absl::ToChronoNanoseconds(pause));
+      if (!SleepUnlessCancelled(pause, spec.cancel)) {
+        return Cancelled(Describe(method, spec.url, spec.url));
+      }
       ++counters->retries;
     }
     std::string url = spec.url;
     for (int hops = 0;; ++hops) {
+      if (IsSet(spec.cancel)) return Cancelled(Describe(method, spec.url, url));
       ASSIGN_OR_RETURN(const UrlOrigin origin, OriginOf(url));
       ExchangeRequest request;
       request.head = spec.head;
       request.headers = spec.headers;
       request.range_start = sink != nullptr ? sink->ResumeOffset() : 0;
       request.with_credentials = credentials_origin.has_value() && origin == *credentials_origin;
+      request.cancel = spec.cancel;
       request.url = url;
       if (request.with_credentials && credentials.aws.has_value()) {
         ASSIGN_OR_RETURN(request.url, CanonicalUrlForSigV4(url));
@@ -106,6 +130,8 @@ absl::StatusOr<FetchAnswer> FetchWithRetries(const TransferOptions& options,
       ++counters->attempts;
       counters->bytes_fetched += outcome.body_bytes;
       const std::string what = Describe(method, spec.url, url);
+      // Final, whatever else went wrong on the way: no retry, no pause.
+      if (outcome.cancelled) return Cancelled(what);
 
       if (!outcome.sink_status.ok()) {
         last = {WithPrefix(absl::StrCat(what, ": "), outcome.sink_status),

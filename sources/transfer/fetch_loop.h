@@ -1,8 +1,10 @@
 // The attempts of one call and the redirect hops within each: what HttpClient::Get and
 // DownloadToFile share. Decides which failures to retry (retry_policy.h), waits the backoff,
-// follows redirects itself and attaches credentials only to hops to their origin. Blocks.
+// follows redirects itself and attaches credentials only to hops to their origin. Blocks
+// until the call ends or its cancel flag is seen (CurlExchange::kCancelPoll).
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +22,9 @@ struct FetchSpec {
   bool head = false;
   bool follow_redirects = true;
   std::vector<std::string> headers;  // extra fields, already checked
+  // Read before each attempt and hop, during each exchange and through the backoff pause;
+  // once true the call ends with CANCELLED, never retried. May be null.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // The answer that ended the call: a 2xx (its body is in the sink), or a 3xx when not

@@ -147,6 +147,7 @@ absl::StatusOr<HttpResponse> HttpClient::Get(const GetRequest& request) {
   spec.head = request.head;
   spec.follow_redirects = request.follow_redirects;
   spec.headers = request.headers;
+  spec.cancel = request.cancel;
   StringSink sink(request.max_body_bytes);
   TransferCounters call;
   absl::StatusOr<FetchAnswer> answer =
@@ -212,6 +213,7 @@ absl::StatusOr<DownloadResult> HttpClient::DownloadToFile(const DownloadRequest&
       FetchSpec spec;
       spec.url = request.url;
       spec.headers = request.headers;
+      spec.cancel = request.cancel;
       const absl::StatusOr<FetchAnswer> answer =
           FetchWithRetries(options_, credentials_, credentials_origin_, spec, &sink, &call);
       if (!answer.ok()) return answer.status();

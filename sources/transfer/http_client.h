@@ -2,8 +2,9 @@
 // memory under a bound, large ones (weights) streamed to a file under the listing's size and
 // sha256, with retries, resume, timeouts and credentials that never leave their origin.
 //
-// Every call blocks until it succeeds or fails for good. HttpClient is thread-safe: each call
-// has its own libcurl handle, and counters() adds up all of them.
+// Every call blocks until it succeeds, fails for good or is cancelled (its request's cancel
+// flag). HttpClient is thread-safe: each call has its own libcurl handle, and counters()
+// adds up all of them.
 //
 // Redirects are followed here, not by libcurl: the credentials (Credentials) go only to
 // requests for their endpoint's origin, so a Hub download redirected to a CDN's signed URL
@@ -13,8 +14,8 @@
 // went wrong; an HTTP status keeps its meaning (http_error.h: 401 UNAUTHENTICATED, 403
 // PERMISSION_DENIED, 404 NOT_FOUND, the Hub's X-Error-Code named and attached); a timeout
 // names the option that bounded it (DEADLINE_EXCEEDED); a size or hash that disagrees names
-// both values (DATA_LOSS); attempts spent name max_attempts. No body and no secret is ever
-// quoted.
+// both values (DATA_LOSS); attempts spent name max_attempts; a cancelled call is CANCELLED.
+// No body and no secret is ever quoted.
 #pragma once
 
 #include <atomic>
@@ -46,6 +47,12 @@ struct GetRequest {
   // False: a 3xx is the answer (its Location and fields, e.g. the Hub's X-Linked-Etag on the
   // redirect of an LFS file), not followed.
   bool follow_redirects = true;
+  // May be null. Set from any thread to abandon the call: it is read before each attempt,
+  // at least every ~100 ms (CurlExchange::kCancelPoll) while a request is in flight, at
+  // every body write and through the pause before a retry. The call then returns promptly
+  // with CANCELLED naming the URL (without its query), and is never retried. Borrowed: it
+  // must outlive the call.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct HttpResponse {
@@ -75,6 +82,9 @@ struct DownloadRequest {
   // Called on this thread at most every TransferOptions::progress_interval, and once at the
   // end; must not block.
   std::function<void(const DownloadProgress&)> on_progress;
+  // As GetRequest::cancel: a cancelled download is CANCELLED, mid-file too, and its file is
+  // removed unless keep_partial_file. A flag set before the call sends no request.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct DownloadResult {

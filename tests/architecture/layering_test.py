@@ -25,6 +25,8 @@ LAYERS = [
      "sources/transfer",              # HTTP downloads (libcurl): the Hub and S3 sit on it
      "sources/cache"],                # the bounded cache those downloads land in
     ["analysis/models"],
+    ["sources/listing"],              # what a Hub repo or an S3 prefix holds, step by step
+    ["sources/fetch"],                # a listed step fetched into the node's cache
     # The metric names and CheckpointMetrics: no LibTorch, so client/ and server/ include it.
     # It sits above models/ only for ModelShape (models/model_shape.h, plain data); with that
     # header moved in, this row drops to proto's and storage/ may include it too.

@@ -72,11 +72,11 @@ void FaultServer::ServeBlob(const httplib::Request&, httplib::Response& response
   // this answer's body.
   auto sent = std::make_shared<int64_t>(0);
   auto provide = [this, plan, cut_after, sent](size_t offset, httplib::DataSink& sink) {
-    if (*sent == 0 && plan.stall_ms > 0) {
-      const auto until =
-          std::chrono::steady_clock::now() + std::chrono::milliseconds(plan.stall_ms);
+    const int pause_ms = (*sent == 0 ? plan.stall_ms : 0) + plan.piece_delay_ms;
+    if (pause_ms > 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(pause_ms);
       while (std::chrono::steady_clock::now() < until && !stopping_ && sink.is_writable()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
     }
     if (stopping_) return false;
