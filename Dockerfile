@@ -53,6 +53,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libspdlog-dev nlohmann-json3-dev libicu-dev libcli11-dev \
+      libxxhash-dev libonig-dev libssl-dev libblas-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
