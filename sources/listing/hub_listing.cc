@@ -1,8 +1,6 @@
 #include "sources/listing/hub_listing.h"
 
-#include <algorithm>
 #include <map>
-#include <mutex>
 #include <optional>
 
 #include "absl/status/status.h"
@@ -14,11 +12,11 @@
 #include "analysis/checkpoint/step_discovery.h"
 #include "common/status_macros.h"
 #include "sources/cache/cache_names.h"
-#include "sources/listing/duplicates.h"
 #include "sources/listing/hub_json.h"
 #include "sources/listing/hub_tree.h"
 #include "sources/listing/listing_paths.h"
 #include "sources/listing/parallel_for.h"
+#include "sources/listing/step_collector.h"
 #include "sources/transfer/http_error.h"
 #include "sources/transfer/url_parts.h"
 
@@ -48,35 +46,19 @@ absl::Status CheckEndpoint(absl::string_view endpoint) {
 absl::Status ListSteps(ListingFetcher& fetcher, absl::string_view endpoint,
                        const std::vector<StepJob>& jobs, bool missing_repo_is_problem,
                        SourceListing& listing) {
-  std::mutex mutex;
-  absl::Status failure;
+  StepCollector collector(listing);
   ParallelFor(jobs.size(), fetcher.bounds().parallel_requests, [&](size_t i) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!failure.ok()) return;
-    }
+    if (collector.failed()) return;
     const StepJob& job = jobs[i];
     absl::StatusOr<RemoteStep> step =
         ListHubStep(fetcher, endpoint, job.repo, job.revision, job.name, job.step);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (step.ok()) {
-      listing.steps.push_back(*std::move(step));
-    } else if (IsStepProblem(step.status()) ||
-               (missing_repo_is_problem &&
-                transfer::HubErrorCodeOf(step.status()) == "RepoNotFound")) {
-      listing.problems.push_back({job.name, job.step, std::string(step.status().message())});
-    } else if (failure.ok()) {
-      failure = step.status();
-    }
+    const bool is_problem =
+        !step.ok() &&
+        (IsStepProblem(step.status()) ||
+         (missing_repo_is_problem && transfer::HubErrorCodeOf(step.status()) == "RepoNotFound"));
+    collector.Add(job.name, job.step, std::move(step), is_problem);
   });
-  RETURN_IF_ERROR(failure);
-  std::sort(listing.steps.begin(), listing.steps.end(),
-            [](const RemoteStep& a, const RemoteStep& b) { return a.step < b.step; });
-  std::sort(listing.problems.begin(), listing.problems.end(),
-            [](const ListingProblem& a, const ListingProblem& b) { return a.step < b.step; });
-  listing.duplicates = FindDuplicates(listing.steps, /*s3=*/false);
-  listing.counters = fetcher.counters();
-  return absl::OkStatus();
+  return collector.Finish(/*s3=*/false, fetcher.counters());
 }
 
 // The repo ids GET /api/models?author=&search= finds, every page, under the bounds.

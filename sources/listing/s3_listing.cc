@@ -1,8 +1,6 @@
 #include "sources/listing/s3_listing.h"
 
-#include <algorithm>
 #include <functional>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -11,10 +9,10 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "sources/cache/cache_names.h"
-#include "sources/listing/duplicates.h"
 #include "sources/listing/listing_paths.h"
 #include "sources/listing/parallel_for.h"
 #include "sources/listing/s3_xml.h"
+#include "sources/listing/step_collector.h"
 #include "sources/listing/step_files.h"
 #include "sources/transfer/url_parts.h"
 
@@ -151,31 +149,14 @@ absl::StatusOr<SourceListing> ListS3Prefix(transfer::HttpClient& client, const S
   ASSIGN_OR_RETURN(SelectedSteps selected, SelectSteps(names, options.selection, where));
   listing.without_step = std::move(selected.without_step);
   for (ListingProblem& missing : selected.missing) listing.problems.push_back(std::move(missing));
-  std::mutex mutex;
-  absl::Status failure;
+  StepCollector collector(listing);
   ParallelFor(selected.steps.size(), options.bounds.parallel_requests, [&](size_t i) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!failure.ok()) return;
-    }
+    if (collector.failed()) return;
     absl::StatusOr<RemoteStep> step = ListFolder(fetcher, options, location, selected.steps[i]);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (step.ok()) {
-      listing.steps.push_back(*std::move(step));
-    } else if (IsStepProblem(step.status())) {
-      listing.problems.push_back(
-          {selected.steps[i].name, selected.steps[i].step, std::string(step.status().message())});
-    } else if (failure.ok()) {
-      failure = step.status();
-    }
+    const bool is_problem = !step.ok() && IsStepProblem(step.status());
+    collector.Add(selected.steps[i].name, selected.steps[i].step, std::move(step), is_problem);
   });
-  RETURN_IF_ERROR(failure);
-  std::sort(listing.steps.begin(), listing.steps.end(),
-            [](const RemoteStep& a, const RemoteStep& b) { return a.step < b.step; });
-  std::sort(listing.problems.begin(), listing.problems.end(),
-            [](const ListingProblem& a, const ListingProblem& b) { return a.step < b.step; });
-  listing.duplicates = FindDuplicates(listing.steps, /*s3=*/true);
-  listing.counters = fetcher.counters();
+  RETURN_IF_ERROR(collector.Finish(/*s3=*/true, fetcher.counters()));
   return listing;
 }
 
