@@ -68,18 +68,6 @@ class NullObserver : public ForwardObserver {
   void OnAttention(int, const at::Tensor&, const at::Tensor&, const at::Tensor&) override {}
 };
 
-// Peak resident memory since the last ResetPeakRss (VmHWM of /proc/self/status), MiB.
-double PeakRssMiB() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-// Starts PeakRssMiB afresh from the current resident memory (Linux's clear_refs).
-void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
-
 // Resident memory now (/proc/self/statm), MiB.
 double CurrentRssMiB() {
   long pages_total = 0, pages_resident = 0;
@@ -98,12 +86,13 @@ double MiB(int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
 // no high-water mark of.
 class AnonymousPeak {
  public:
-  AnonymousPeak() : sampler_([this] {
-      while (!done_) {
-        Sample();
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }) {}
+  AnonymousPeak()
+      : sampler_([this] {
+          while (!done_) {
+            Sample();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        }) {}
   ~AnonymousPeak() {
     done_ = true;
     sampler_.join();
@@ -411,7 +400,7 @@ int Run(const BenchOptions& options) {
     const bool other_first = other_probe && r % 2 == 1;
     double other = other_first ? time_other() : 0;
     ResetPeakMemory(device);
-    ResetPeakRss();
+    anisoscope::ResetPeakResident();
     double extract = 0;
     {
       AnonymousPeak anonymous;
@@ -425,7 +414,7 @@ int Run(const BenchOptions& options) {
     }
     device_peak = std::max(device_peak, PeakAllocatedBytes(device));
     // Not after the other extract: what its allocator kept would count as this one's.
-    if (!other_first) peak_mib = std::max(peak_mib, PeakRssMiB());
+    if (!other_first) peak_mib = std::max(peak_mib, anisoscope::PeakResidentBytes() / 1048576.0);
     if (other_probe) {
       if (!other_first) other = time_other();
       best_other = std::min(best_other, other);
@@ -439,8 +428,9 @@ int Run(const BenchOptions& options) {
   }
   std::printf("extract (load + forward + metrics): %.3f s per checkpoint (best of %d)\n",
               best_extract, options.repeats);
-  std::printf("forward only (load excluded):       %.3f s, %.1f GFLOP, %.1f GFLOP/s\n", best_forward,
-              fastest_forward.flops / 1e9, fastest_forward.flops / best_forward / 1e9);
+  std::printf("forward only (load excluded):       %.3f s, %.1f GFLOP, %.1f GFLOP/s\n",
+              best_forward, fastest_forward.flops / 1e9,
+              fastest_forward.flops / best_forward / 1e9);
   std::printf(
       "kernel share of the CPU time:       forward %.1f %% (%ld page faults), extract %.1f %% "
       "(%ld page faults)\n",

@@ -11,6 +11,8 @@
 //   build/bin/source_pipeline_bench --root ROOT --repo ORG/NAME --probe PROBE.jsonl
 //       [--throttle 200e6] [--cache-max-bytes SIZE] [--depth 1] [--metrics core]
 //       [--steps GLOB] [--second-pass]
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -23,7 +25,6 @@
 #include <string>
 #include <system_error>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "analysis/extractor/extractor.h"
@@ -75,12 +76,13 @@ double Seconds(Clock::time_point start) {
 // The bytes under `dir` (blobs and downloads in progress), its largest seen while it lives.
 class DiskPeak {
  public:
-  explicit DiskPeak(fs::path dir) : dir_(std::move(dir)), sampler_([this] {
-      while (!done_) {
-        peak_ = std::max<uint64_t>(peak_, Bytes());
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }) {}
+  explicit DiskPeak(fs::path dir)
+      : dir_(std::move(dir)), sampler_([this] {
+          while (!done_) {
+            peak_ = std::max<uint64_t>(peak_, Bytes());
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        }) {}
   ~DiskPeak() {
     done_ = true;
     sampler_.join();
@@ -153,8 +155,8 @@ PassFigures RunPass(const std::vector<fetch::FetchStep>& steps, const fetch::Ste
 int Run(const Options& options) {
   const fs::path script =
       fs::path(ANISOSCOPE_SOURCE_DIR) / "tests" / "sources" / "servers" / "hub_server.py";
-  const fs::path work = fs::temp_directory_path() /
-                        ("source_pipeline_bench_" + std::to_string(::getpid()));
+  const fs::path work =
+      fs::temp_directory_path() / ("source_pipeline_bench_" + std::to_string(::getpid()));
   fs::create_directories(work);
   hub_server = OrDie(bench::ChildProcess::Start(
       {"/usr/bin/python3", script.string(), "--root", options.root, "--port", "0", "--throttle",
@@ -195,8 +197,8 @@ int Run(const Options& options) {
   std::printf(
       "%zu steps of %s (%.0f MB in all, the largest file %.0f MB), listed in %.2f s; server "
       "throttled to %.0f MB/s; cache bound %.0f MB; prefetch depth %d; metrics %s\n",
-      steps.size(), options.repo.c_str(), series_bytes / 1e6, largest_file / 1e6,
-      listing_seconds, options.throttle / 1e6, options.cache_max_bytes / 1e6, options.depth,
+      steps.size(), options.repo.c_str(), series_bytes / 1e6, largest_file / 1e6, listing_seconds,
+      options.throttle / 1e6, options.cache_max_bytes / 1e6, options.depth,
       options.metrics.c_str());
   PassFigures first;
   uint64_t disk_peak = 0;
@@ -251,8 +253,7 @@ int main(int argc, char** argv) {
   app.add_option("--depth", options.depth, "steps downloaded ahead")
       ->capture_default_str()
       ->check(CLI::Range(1, 8));
-  app.add_option("--metrics", options.metrics, "the metric groups computed")
-      ->capture_default_str();
+  app.add_option("--metrics", options.metrics, "the metric groups computed")->capture_default_str();
   app.add_option("--steps", options.steps, "a glob over the branches (default: every one)");
   app.add_flag("--second-pass", options.second_pass, "the series again, from the cache");
   CLI11_PARSE(app, argc, argv);

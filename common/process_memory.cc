@@ -34,6 +34,13 @@ uint64_t StatusBytes(absl::string_view field) {
 
 uint64_t DataSegmentBytes() { return StatusBytes("VmData"); }
 uint64_t PeakResidentBytes() { return StatusBytes("VmHWM"); }
+
+bool ResetPeakResident() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return clear.good();
+}
 uint64_t AnonymousResidentBytes() { return StatusBytes("RssAnon"); }
 
 }  // namespace anisoscope

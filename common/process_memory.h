@@ -12,6 +12,9 @@ namespace anisoscope {
 uint64_t DataSegmentBytes();
 // The peak resident size so far (VmHWM), in bytes; 0 when unknown.
 uint64_t PeakResidentBytes();
+// Starts PeakResidentBytes again from the resident size now (Linux's clear_refs "5"), so that
+// an earlier peak does not hide a later one's; false where the kernel refuses.
+bool ResetPeakResident();
 // The anonymous resident memory now (RssAnon: the heap and private mappings, not the pages
 // of mapped files), in bytes; 0 when unknown.
 uint64_t AnonymousResidentBytes();

@@ -14,21 +14,14 @@ namespace {
 
 using StepFetchMemoryTest = FetchTest;
 
-// Starts VmHWM again from the current resident size (clear_refs "5"); false where refused.
-bool ResetPeakResident() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return clear.good();
-}
-
 TEST_F(StepFetchMemoryTest, A512MiBFileGrowsPeakResidentByLessThan64MiB) {
   constexpr int64_t kSize = 512 * kMiB;
   // Sparse: no disk or CPU spent on the fixture; the server hashes it once (about 2 s).
   const FetchStep step =
       MakeStep("org/huge", "main", {{"model.safetensors", "", kSize}, {"config.json", "{}\n"}});
   MakeCache(kSize + 16 * kMiB);
-  if (!ResetPeakResident()) GTEST_LOG_(INFO) << "clear_refs refused: peak since start measured";
+  if (!anisoscope::ResetPeakResident())
+    GTEST_LOG_(INFO) << "clear_refs refused: peak since start measured";
   const uint64_t before = PeakResidentBytes();
   const auto start = std::chrono::steady_clock::now();
   const absl::StatusOr<FetchedStep> fetched = fetcher_->Fetch(step);

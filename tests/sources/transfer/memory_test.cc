@@ -16,15 +16,6 @@ namespace {
 
 constexpr int64_t kMiB = 1 << 20;
 
-// Starts VmHWM again from the current resident size (Linux's clear_refs "5"), so that an
-// earlier test's peak does not hide this one's; false where the kernel refuses.
-bool ResetPeakResident() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return clear.good();
-}
-
 TEST(MemoryTest, A256MiBDownloadGrowsPeakResidentByLessThan64MiB) {
   const int64_t size = 256 * kMiB;
   std::atomic<int> served{0};
@@ -40,7 +31,8 @@ TEST(MemoryTest, A256MiBDownloadGrowsPeakResidentByLessThan64MiB) {
   request.path = dir.File("weights.incomplete");
   request.expected_size = size;
 
-  if (!ResetPeakResident()) GTEST_LOG_(INFO) << "clear_refs refused: peak since start measured";
+  if (!anisoscope::ResetPeakResident())
+    GTEST_LOG_(INFO) << "clear_refs refused: peak since start measured";
   const uint64_t before = PeakResidentBytes();
   const absl::StatusOr<DownloadResult> result = client->DownloadToFile(request);
   const uint64_t after = PeakResidentBytes();
