@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "sources/transfer/http_client.h"
-#include "tests/common/test_temp_dir.h"
+#include "tests/sources/transfer/blob_download_test.h"
 #include "tests/sources/transfer/fault_server.h"
 #include "tests/sources/transfer/transfer_test_util.h"
 
@@ -51,24 +51,11 @@ class CancelAfter {
   std::thread thread_;
 };
 
-class CancelTest : public ::testing::Test {
+class CancelTest : public BlobDownloadTest {
  protected:
-  std::unique_ptr<FaultServer> Serve(const BlobPlan& plan) {
-    return std::make_unique<FaultServer>([this, plan](FaultServer& self, httplib::Server& http) {
-      http.Get("/blob",
-               [this, plan, &self](const httplib::Request& request, httplib::Response& response) {
-                 self.ServeBlob(request, response, plan, &served_);
-               });
-    });
-  }
-
-  // Of the blob, through a URL whose query stands for a CDN's signature.
-  DownloadRequest Request(const FaultServer& server, int64_t size) {
-    DownloadRequest request;
-    request.url = server.Url("/blob?X-Amz-Signature=s3cr3t");
-    request.path = dir_.File("blob.incomplete");
-    request.expected_size = size;
-    request.expected_sha256 = BlobSha256(size);
+  // Of the blob, through a URL whose query stands for a CDN's signature, with the flag.
+  DownloadRequest CancellableRequest(const FaultServer& server, int64_t size) {
+    DownloadRequest request = Request(server, size, "?X-Amz-Signature=s3cr3t");
     request.cancel = &cancel_;
     return request;
   }
@@ -83,8 +70,6 @@ class CancelTest : public ::testing::Test {
   }
 
   std::atomic<bool> cancel_{false};
-  std::atomic<int> served_{0};
-  TestTempDir dir_;
 };
 
 TEST_F(CancelTest, ADownloadCancelledMidFileStopsPromptlyWithoutRetryAndRemovesTheFile) {
@@ -92,7 +77,7 @@ TEST_F(CancelTest, ADownloadCancelledMidFileStopsPromptlyWithoutRetryAndRemovesT
   const int64_t size = 8 * kMiB;
   std::unique_ptr<FaultServer> server = Serve({.size = size, .piece_delay_ms = 20});
   std::unique_ptr<HttpClient> client = MakeClient(FastOptions());
-  DownloadRequest request = Request(*server, size);
+  DownloadRequest request = CancellableRequest(*server, size);
   int64_t progress_bytes = 0;
   request.on_progress = [&](const DownloadProgress& at) { progress_bytes = at.bytes; };
 
@@ -116,7 +101,7 @@ TEST_F(CancelTest, ACancelledDownloadKeepsItsPartialFileWhenAsked) {
   const int64_t size = 8 * kMiB;
   std::unique_ptr<FaultServer> server = Serve({.size = size, .piece_delay_ms = 20});
   std::unique_ptr<HttpClient> client = MakeClient(FastOptions());
-  DownloadRequest request = Request(*server, size);
+  DownloadRequest request = CancellableRequest(*server, size);
   request.keep_partial_file = true;
   CancelAfter canceller(&cancel_, std::chrono::milliseconds(300));
   const absl::StatusOr<DownloadResult> result = client->DownloadToFile(request);
@@ -133,7 +118,7 @@ TEST_F(CancelTest, ACancelDuringAStallIsSeenWithoutWaitingForAByte) {
   TransferOptions options = FastOptions();
   options.stall_timeout = absl::Seconds(30);
   std::unique_ptr<HttpClient> client = MakeClient(options);
-  const DownloadRequest request = Request(*server, kMiB);
+  const DownloadRequest request = CancellableRequest(*server, kMiB);
   CancelAfter canceller(&cancel_, std::chrono::milliseconds(300));
   const absl::StatusOr<DownloadResult> result = client->DownloadToFile(request);
   const double after_flag = canceller.SecondsSinceSet();
@@ -153,7 +138,7 @@ TEST_F(CancelTest, ACancelDuringTheBackoffPauseEndsItEarly) {
   options.initial_backoff = absl::Seconds(10);
   options.max_backoff = absl::Seconds(10);
   std::unique_ptr<HttpClient> client = MakeClient(options);
-  const DownloadRequest request = Request(*server, kMiB);
+  const DownloadRequest request = CancellableRequest(*server, kMiB);
   CancelAfter canceller(&cancel_, std::chrono::milliseconds(300));
   const absl::StatusOr<DownloadResult> result = client->DownloadToFile(request);
   const double after_flag = canceller.SecondsSinceSet();
@@ -170,7 +155,7 @@ TEST_F(CancelTest, AFlagSetBeforeTheCallSendsNoRequest) {
   std::unique_ptr<FaultServer> server = Serve({.size = kMiB});
   std::unique_ptr<HttpClient> client = MakeClient(FastOptions());
   cancel_ = true;
-  const DownloadRequest request = Request(*server, kMiB);
+  const DownloadRequest request = CancellableRequest(*server, kMiB);
   const absl::StatusOr<DownloadResult> downloaded = client->DownloadToFile(request);
   ExpectCancelledNamingTheUrl(downloaded.status(), *server);
   EXPECT_FALSE(std::filesystem::exists(request.path));

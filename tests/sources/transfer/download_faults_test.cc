@@ -7,7 +7,7 @@
 
 #include "sources/transfer/http_client.h"
 #include "sources/transfer/http_error.h"
-#include "tests/common/test_temp_dir.h"
+#include "tests/sources/transfer/blob_download_test.h"
 #include "tests/sources/transfer/fault_server.h"
 #include "tests/sources/transfer/transfer_test_util.h"
 
@@ -16,30 +16,7 @@ namespace {
 
 constexpr int64_t kMiB = 1 << 20;
 
-class DownloadFaultsTest : public ::testing::Test {
- protected:
-  // A server with one blob route, "/blob", answering as `plan` says.
-  std::unique_ptr<FaultServer> Serve(const BlobPlan& plan) {
-    return std::make_unique<FaultServer>([this, plan](FaultServer& self, httplib::Server& http) {
-      http.Get("/blob",
-               [this, plan, &self](const httplib::Request& request, httplib::Response& response) {
-                 self.ServeBlob(request, response, plan, &served_);
-               });
-    });
-  }
-
-  DownloadRequest Request(const FaultServer& server, int64_t size) {
-    DownloadRequest request;
-    request.url = server.Url("/blob");
-    request.path = dir_.File("blob.incomplete");
-    request.expected_size = size;
-    request.expected_sha256 = BlobSha256(size);
-    return request;
-  }
-
-  std::atomic<int> served_{0};
-  TestTempDir dir_;
-};
+using DownloadFaultsTest = BlobDownloadTest;
 
 TEST_F(DownloadFaultsTest, ACutMidFileIsResumedWithRangeWithoutRefetching) {
   const int64_t size = 4 * kMiB;
