@@ -50,8 +50,11 @@ kinds applied).
 import copy
 import fnmatch
 import hashlib
+import http.server
 import socket
+import socketserver
 import struct
+import sys
 import threading
 import time
 
@@ -315,3 +318,45 @@ class BodyWriter:
             return False
         finally:
             self.table.note(self.counter, nbytes=sent)
+
+
+class Listener(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    """One listening socket of a test server: a thread per connection; its `role` names it
+    in logs and fault rules, `verbose` lets its requests and errors be printed."""
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    role = ""
+    verbose = False
+
+    def handle_error(self, request, client_address):
+        if self.verbose:
+            super().handle_error(request, client_address)
+
+
+class DispatchingHandler(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1, quiet unless its Listener is verbose, every method to `dispatch(method)`."""
+    protocol_version = "HTTP/1.1"
+    sys_version = ""
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write(f"[{self.server.role}] " + (fmt % args) + "\n")
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_HEAD(self):
+        self.dispatch("HEAD")
+
+    def do_PUT(self):
+        self.dispatch("PUT")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    def dispatch(self, method):
+        raise NotImplementedError

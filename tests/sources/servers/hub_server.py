@@ -59,19 +59,18 @@ import argparse
 import base64
 import hashlib
 import hmac
-import http.server
 import json
 import os
 import secrets
 import signal
-import socketserver
 import sys
 import threading
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_injection import (BODY_KINDS, BodyWriter, FaultError, FaultTable,  # noqa: E402
+from fault_injection import (BODY_KINDS, BodyWriter, DispatchingHandler,  # noqa: E402
+                             FaultError, FaultTable, Listener,
                              RESPONSE_KINDS, wrong_hash)
 from hub_repos import (COMMIT_DATE, DEFAULT_LFS_THRESHOLD, Entry, RepoStore,  # noqa: E402
                        git_blob_oid)
@@ -104,27 +103,8 @@ def parse_range(header, size):
     return start, min(end, size - 1)
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(DispatchingHandler):
     server_version = "anisoscope-hub-test"
-    sys_version = ""
-
-    # plumbing
-    def log_message(self, fmt, *args):
-        if self.server.hub.verbose:
-            sys.stderr.write(f"[{self.server.role}] " + (fmt % args) + "\n")
-
-    def do_GET(self):
-        self.dispatch("GET")
-
-    def do_HEAD(self):
-        self.dispatch("HEAD")
-
-    def do_POST(self):
-        self.dispatch("POST")
-
-    def do_DELETE(self):
-        self.dispatch("DELETE")
 
     def read_body(self):
         n = int(self.headers.get("Content-Length") or 0)
@@ -603,16 +583,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_simple(status, body, "application/xml")
 
 
-class _Listener(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def handle_error(self, request, client_address):
-        if self.hub.verbose:
-            super().handle_error(request, client_address)
-
-
 class HubServer:
     """The Hub listener and its CDN listener, served from threads of this process."""
 
@@ -633,8 +603,8 @@ class HubServer:
 
     def start(self):
         for role, port in (("hub", self.port), ("cdn", self.cdn_port)):
-            server = _Listener(("127.0.0.1", port), Handler)
-            server.hub, server.role = self, role
+            server = Listener(("127.0.0.1", port), Handler)
+            server.hub, server.role, server.verbose = self, role, self.verbose
             self._servers[role] = server
             thread = threading.Thread(target=server.serve_forever, name=f"hub-{role}",
                                       daemon=True)

@@ -45,7 +45,6 @@ import re
 import secrets
 import shutil
 import signal
-import socketserver
 import subprocess
 import sys
 import tempfile
@@ -55,7 +54,8 @@ import urllib.parse
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sigv4  # noqa: E402
-from fault_injection import (BODY_KINDS, BodyWriter, FaultError, FaultTable,  # noqa: E402
+from fault_injection import (BODY_KINDS, BodyWriter, DispatchingHandler,  # noqa: E402
+                             FaultError, FaultTable, Listener,
                              LISTING_KINDS, RESPONSE_KINDS, wrong_hash)
 
 ACCESS_KEY = SECRET_KEY = "S3RVER"
@@ -110,29 +110,8 @@ def rewrite_listing(xml, faults):
     return text.encode()
 
 
-class ProxyHandler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class ProxyHandler(DispatchingHandler):
     server_version = "anisoscope-s3-proxy"
-    sys_version = ""
-
-    def log_message(self, fmt, *args):
-        if self.server.s3.verbose:
-            sys.stderr.write(f"[{self.server.role}] " + (fmt % args) + "\n")
-
-    def do_GET(self):
-        self.dispatch("GET")
-
-    def do_HEAD(self):
-        self.dispatch("HEAD")
-
-    def do_PUT(self):
-        self.dispatch("PUT")
-
-    def do_POST(self):
-        self.dispatch("POST")
-
-    def do_DELETE(self):
-        self.dispatch("DELETE")
 
     def send_bytes(self, status, body, headers, faults=None):
         self.send_response(status)
@@ -274,16 +253,6 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                             {"Content-Type": "application/json"})
 
 
-class _Listener(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def handle_error(self, request, client_address):
-        if self.s3.verbose:
-            super().handle_error(request, client_address)
-
-
 class S3Server:
     """s3rver, its bucket, and the verifying, fault-injecting proxy in front of it."""
 
@@ -314,8 +283,8 @@ class S3Server:
         try:
             self._start_s3rver()
             for role, port in (("s3", self.port), ("other", self.other_port)):
-                server = _Listener(("127.0.0.1", port), ProxyHandler)
-                server.s3, server.role = self, role
+                server = Listener(("127.0.0.1", port), ProxyHandler)
+                server.s3, server.role, server.verbose = self, role, self.verbose
                 self._servers[role] = server
                 threading.Thread(target=server.serve_forever, name=f"s3-{role}",
                                  daemon=True).start()
