@@ -21,18 +21,15 @@
 #include "sources/transfer/http_client.h"
 #include "sources/transfer/sha256_stream.h"
 #include "tests/common/test_temp_dir.h"
-#include "tests/sources/fetch/server_process.h"
+#include "tests/sources/servers/server_process.h"
 
 namespace anisoscope::fetch::testing {
 
 constexpr int64_t kMiB = 1 << 20;
 
-inline bool InCi() {
-  const char* ci = std::getenv("CI");
-  if (ci == nullptr) return false;
-  const std::string value = ci;
-  return !value.empty() && value != "false" && value != "0";
-}
+using source_servers::InCi;
+using source_servers::PrerequisiteMissing;
+using source_servers::ServerProcess;
 
 inline std::string ReadAll(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

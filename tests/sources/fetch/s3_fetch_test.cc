@@ -19,20 +19,6 @@ namespace {
 constexpr char kBucket[] = "ckpt";
 constexpr char kPrefix[] = "runs/a/";
 
-// What s3_server.py needs beyond python3, or "" when all is there.
-std::string MissingPrerequisite() {
-  if (ServerProcess::ServersDir().empty()) return "ANISOSCOPE_SOURCE_DIR is not set";
-  if (access("/usr/bin/node", X_OK) != 0 && access("/usr/local/bin/node", X_OK) != 0) {
-    return "node is not installed (apt-get install nodejs)";
-  }
-  if (!std::filesystem::exists(ServerProcess::ServersDir() + "/node_modules/s3rver/package.json")) {
-    return "the npm module s3rver is missing: run `npm ci --no-audit --no-fund` in "
-           "tests/sources/servers";
-  }
-  if (access("/usr/bin/s3cmd", X_OK) != 0) return "s3cmd is not installed (apt-get install s3cmd)";
-  return "";
-}
-
 void WriteFile(const std::filesystem::path& path, const std::string& content) {
   std::filesystem::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
@@ -42,7 +28,7 @@ class S3FetchTest : public ::testing::Test {
  protected:
   // One server for the suite (s3rver takes about a second to start).
   static void SetUpTestSuite() {
-    problem_ = new std::string(MissingPrerequisite());
+    problem_ = new std::string(PrerequisiteMissing(/*s3=*/true));
     if (!problem_->empty()) return;
     fixtures_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
                                           ("anisoscope_s3_fetch_" + std::to_string(getpid())));

@@ -10,7 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/sources/listing/server_process.h"
+#include "tests/sources/listing/listing_test_util.h"
 
 namespace anisoscope::listing {
 namespace {

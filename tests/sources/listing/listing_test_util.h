@@ -1,10 +1,7 @@
-// The local Hub and S3 test servers (tests/sources/servers/hub_server.py, s3_server.py) run
-// as child processes of a test, found through ANISOSCOPE_SOURCE_DIR, plus the small helpers
-// the listing tests share (temp folders, files, the servers' /_control and /_stats).
-// Missing prerequisites: a failure when CI is set, else a skip (PrerequisiteMissing).
+// What the listing tests share: the local Hub and S3 test servers started as they need them
+// (tests/sources/servers/server_process.h), temp folders, files, a test client, and the
+// servers' /_control and /_stats by URL.
 #pragma once
-
-#include <sys/types.h>
 
 #include <filesystem>
 #include <memory>
@@ -14,31 +11,13 @@
 
 #include "absl/status/statusor.h"
 #include "sources/transfer/http_client.h"
+#include "tests/sources/servers/server_process.h"
 
 namespace anisoscope::listing::testing {
 
-// Why the servers cannot run here ("" when they can); `s3` adds node, s3rver and s3cmd.
-std::string PrerequisiteMissing(bool s3);
-// Whether a missing prerequisite fails (CI set and not "false"/"0") rather than skips.
-bool InCi();
-
-// A child process started with argv, its stdout read line by line; SIGTERM (then SIGKILL
-// after 10 s) and reaped when destroyed.
-class ServerProcess {
- public:
-  // Starts argv and reads stdout until `lines` lines came (within 60 s).
-  static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(const std::vector<std::string>& argv,
-                                                              int lines);
-  ~ServerProcess();
-  const std::vector<std::string>& lines() const { return lines_; }
-  const std::string& url() const { return lines_.front(); }
-
- private:
-  ServerProcess(pid_t pid, int out) : pid_(pid), out_(out) {}
-  pid_t pid_;
-  int out_;
-  std::vector<std::string> lines_;
-};
+using source_servers::InCi;
+using source_servers::PrerequisiteMissing;
+using source_servers::ServerProcess;
 
 // python3 hub_server.py --root ROOT --port 0 EXTRA...
 absl::StatusOr<std::unique_ptr<ServerProcess>> StartHub(const std::filesystem::path& root,

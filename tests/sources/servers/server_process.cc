@@ -1,4 +1,4 @@
-#include "tests/sources/fetch/server_process.h"
+#include "tests/sources/servers/server_process.h"
 
 #include <curl/curl.h>
 #include <poll.h>
@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 
-namespace anisoscope::fetch::testing {
+namespace anisoscope::source_servers {
 namespace {
 
 constexpr char kPython[] = "/usr/bin/python3";
@@ -41,12 +43,43 @@ std::string ReadLine(int fd, std::chrono::milliseconds timeout) {
   }
 }
 
+// Whether `name` is an executable in a folder of PATH.
+bool OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    if (access((std::filesystem::path(std::string(dir)) / name).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-std::string ServerProcess::ServersDir() {
+bool InCi() {
+  const char* ci = std::getenv("CI");
+  if (ci == nullptr) return false;
+  const std::string value = ci;
+  return !value.empty() && value != "false" && value != "0";
+}
+
+std::filesystem::path ServersDir() {
   const char* source_dir = std::getenv("ANISOSCOPE_SOURCE_DIR");
-  if (source_dir == nullptr) return "";
-  return absl::StrCat(source_dir, "/tests/sources/servers");
+  if (source_dir == nullptr) return {};
+  return std::filesystem::path(source_dir) / "tests" / "sources" / "servers";
+}
+
+std::string PrerequisiteMissing(bool s3) {
+  if (ServersDir().empty()) return "ANISOSCOPE_SOURCE_DIR is not set (run the test through ctest)";
+  if (access(kPython, X_OK) != 0) return "/usr/bin/python3 is missing (apt-get install python3)";
+  if (!std::filesystem::exists(ServersDir() / "hub_server.py")) return "hub_server.py is missing";
+  if (!s3) return "";
+  if (!OnPath("node")) return "node is not installed (apt-get install nodejs)";
+  if (!OnPath("s3cmd")) return "s3cmd is not installed (apt-get install s3cmd)";
+  if (!std::filesystem::exists(ServersDir() / "node_modules" / "s3rver" / "package.json")) {
+    return "the npm module s3rver is missing: run `npm ci --no-audit --no-fund` in "
+           "tests/sources/servers";
+  }
+  return "";
 }
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string& script,
@@ -56,7 +89,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
     return absl::FailedPreconditionError(
         "ANISOSCOPE_SOURCE_DIR is not set (run the test through ctest)");
   }
-  const std::string path = absl::StrCat(ServersDir(), "/", script);
+  const std::string path = (ServersDir() / script).string();
   if (!std::filesystem::exists(path)) {
     return absl::FailedPreconditionError(absl::StrCat(path, " is missing"));
   }
@@ -141,4 +174,4 @@ std::string ServerProcess::Stats() const { return Control("GET", "/_stats").valu
 
 void ServerProcess::ResetStats() const { Control("DELETE", "/_stats").IgnoreError(); }
 
-}  // namespace anisoscope::fetch::testing
+}  // namespace anisoscope::source_servers

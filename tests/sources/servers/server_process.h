@@ -1,17 +1,27 @@
-// A test server of tests/sources/servers (hub_server.py, s3_server.py) as a child process,
-// with its control endpoints (faults, counters). The script is found through
-// ANISOSCOPE_SOURCE_DIR (set by anisoscope_gtest) and run by /usr/bin/python3.
+// The test servers of this folder (hub_server.py, s3_server.py) as child processes of a
+// C++ test, with their control endpoints (faults, counters), and what they need to run:
+// what the listing and fetch tests share. The scripts are found through
+// ANISOSCOPE_SOURCE_DIR (set by anisoscope_gtest) and run by /usr/bin/python3. A missing
+// prerequisite fails a test when CI is set (InCi) and skips it elsewhere.
 #pragma once
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
-namespace anisoscope::fetch::testing {
+namespace anisoscope::source_servers {
+
+// Whether a missing prerequisite fails (CI set, not "false" or "0") rather than skips.
+bool InCi();
+// This folder (ANISOSCOPE_SOURCE_DIR/tests/sources/servers); empty when the variable is not set.
+std::filesystem::path ServersDir();
+// Why the servers cannot run here, or "" when they can; `s3` adds node, s3rver and s3cmd.
+std::string PrerequisiteMissing(bool s3);
 
 class ServerProcess {
  public:
@@ -23,9 +33,6 @@ class ServerProcess {
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(const std::string& script,
                                                               std::vector<std::string> args,
                                                               int lines, bool graceful = false);
-  // The folder of the test servers (ANISOSCOPE_SOURCE_DIR/tests/sources/servers); empty
-  // when the variable is not set.
-  static std::string ServersDir();
   ~ServerProcess();  // stops it (see Start; SIGKILL to its group after 10 s) and waits
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -53,4 +60,4 @@ class ServerProcess {
   bool graceful_;
 };
 
-}  // namespace anisoscope::fetch::testing
+}  // namespace anisoscope::source_servers
