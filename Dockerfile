@@ -47,6 +47,7 @@ ENTRYPOINT ["anisoscope-server"]
 
 # worker-cuda: the engine and the worker only, against the image's CUDA LibTorch; it stays
 # on the PyTorch image, whose CUDA and LibTorch libraries the worker loads at run time.
+# libcurl and pugixml: the worker fetches remote steps (Hub, S3) itself (docs/sources.md).
 FROM ${WORKER_BASE} AS worker-cuda
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -54,6 +55,7 @@ RUN apt-get update \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libspdlog-dev nlohmann-json3-dev libicu-dev libcli11-dev \
       libxxhash-dev libonig-dev libssl-dev libblas-dev \
+      libcurl4-openssl-dev libpugixml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "client/admin_commands.h"
 #include "client/alarm_commands.h"
 #include "client/analysis_commands.h"
+#include "client/audit_commands.h"
 #include "client/job_commands.h"
 #include "client/query_commands.h"
 #include "common/version.h"
@@ -39,10 +39,10 @@ const std::vector<GlobalFlag>& GlobalFlags() {
 
 std::vector<Command> AllCommands() {
   std::vector<Command> commands = JobCommands();
+  for (Command& command : AuditCommands()) commands.push_back(std::move(command));
   for (Command& command : QueryCommands()) commands.push_back(std::move(command));
   for (Command& command : AnalysisCommands()) commands.push_back(std::move(command));
   for (Command& command : AlarmCommands()) commands.push_back(std::move(command));
-  for (Command& command : AdminCommands()) commands.push_back(std::move(command));
   for (Command& command : commands) {
     for (const GlobalFlag& flag : GlobalFlags()) {
       command.spec.flags.push_back(StringFlag(flag.name, flag.value_name, flag.help));

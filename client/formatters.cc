@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -77,6 +78,20 @@ std::string FullPrecision(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return absl::StrFormat("%.17g", value);
+}
+
+std::string ByteSize(double bytes) {
+  if (!std::isfinite(bytes) || bytes < 1024) {
+    return absl::StrCat(static_cast<int64_t>(std::isfinite(bytes) ? bytes : 0), " B");
+  }
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  size_t unit = 0;
+  bytes /= 1024;
+  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", bytes, kUnits[unit]);
 }
 
 std::string ShortNumber(double value) {

@@ -22,6 +22,8 @@ std::string RenderTable(const std::vector<std::string>& header,
 std::string FullPrecision(double value);
 // `%.4g`, for tables.
 std::string ShortNumber(double value);
+// A byte count for people, in binary units: "512 B", "1.5 KiB", "3.2 MiB", "24.0 GiB".
+std::string ByteSize(double bytes);
 // `value` as one line of compact JSON (nlohmann-json; doubles as common/json_text.h's
 // JsonDouble writes them: "NaN", "Infinity", "-Infinity" when not finite, as the HTTP API).
 std::string JsonLine(const nlohmann::ordered_json& value);

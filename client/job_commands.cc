@@ -1,5 +1,6 @@
 #include "client/job_commands.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 
@@ -10,6 +11,7 @@
 #include "client/interrupt_guard.h"
 #include "client/job_formatters.h"
 #include "client/progress_printer.h"
+#include "client/source_flags.h"
 #include "proto/final_states.h"
 
 namespace anisoscope::client {
@@ -81,8 +83,10 @@ int RunFollow(const ParsedArgs& args, const CommandContext& context) {
   if (submitted.exit_code != kExitOk) return submitted.exit_code;
   const v1::Job& job = submitted.job;
   auto stub = v1::JobService::NewStub(submitted.channel);
-  context.out() << "job " << job.id() << " follows " << request.checkpoints_dir() << " for run "
-                << job.run() << ": " << job.checkpoints_size() << " whole checkpoint"
+  const std::string followed =
+      request.has_source() ? DescribeSource(request.source()) : request.checkpoints_dir();
+  context.out() << "job " << job.id() << " follows " << followed << " for run " << job.run() << ": "
+                << job.checkpoints_size() << " whole checkpoint"
                 << (job.checkpoints_size() == 1 ? "" : "s") << " so far"
                 << (request.has_until_step() ? absl::StrCat(", until step ", request.until_step())
                                              : std::string())
@@ -196,9 +200,14 @@ absl::StatusOr<v1::SubmitJobRequest> BuildSubmitRequest(const ParsedArgs& args,
   // syntax); every rule of a job is the server's, and its message is shown as it is.
   v1::SubmitJobRequest request;
   request.set_run(args.GetString("run", ""));
+  const std::string command = follow ? "follow" : "submit";
+  std::vector<SeriesFlag> folders = {{"checkpoints", "DIR"}, {"hf-cache", "DIR"}};
+  if (!follow) folders.push_back({"checkpoint", "STEP=PATH"});
+  absl::StatusOr<bool> remote = ReadSource(args, command, folders, request.mutable_source());
+  if (!remote.ok()) return remote.status();
+  if (!*remote) request.clear_source();
   if (args.Has("checkpoints") && args.Has("hf-cache")) {
-    return absl::InvalidArgumentError(
-        "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH");
+    return absl::InvalidArgumentError(OneSeriesMessage(command, folders));
   }
   const bool hf_cache = args.Has("hf-cache");
   const bool has_dir = args.Has("checkpoints") || hf_cache;
@@ -288,7 +297,9 @@ std::vector<Command> JobCommands() {
   CommandSpec submit;
   submit.name = "submit";
   submit.synopsis =
-      "--run NAME (--checkpoints DIR | --hf-cache DIR | --checkpoint STEP=PATH ...)\n"
+      "--run NAME (--checkpoints DIR | --hf-cache DIR | --checkpoint STEP=PATH ... |\n"
+      "--hub ORG/NAME | --hub-repos PATTERN [--revision R] | --s3 s3://BUCKET/PREFIX/)\n"
+      "[--revisions A,B,...] [--glob PATTERN]\n"
       "(--probe-tokens F | --probe-text F [--probe-mode windows|lines])\n"
       "[--samples N] [--seq-len L] [--token-samples M] [--metrics GROUPS] [--force]\n"
       "[--dedupe] [--wait] [--follow [--until-step N]]";
@@ -326,9 +337,17 @@ std::vector<Command> JobCommands() {
                "once it is whole (see 'follow')"),
       IntFlag("until-step", "N", "with --follow: end after step N (later steps are ignored)", 0),
   };
+  // The remote sources after the folders and files, as the synopsis lists them.
+  const std::vector<FlagSpec> sources = SourceFlags();
+  submit.flags.insert(std::find_if(submit.flags.begin(), submit.flags.end(),
+                                   [](const FlagSpec& flag) { return flag.name == "probe-tokens"; }),
+                      sources.begin(), sources.end());
   submit.details =
       "Relative paths are made absolute against the current directory; the server\n"
-      "reads them and refuses paths outside its --allow-root directories.\n"
+      "reads them and refuses paths outside its --allow-root directories. A remote\n"
+      "series (--hub, --hub-repos, --s3) is listed by the server, within its\n"
+      "--allow-source, and each step is downloaded by the worker that computes it,\n"
+      "into that worker's --cache-dir; 'audit' lists one first. See docs/sources.md.\n"
       "Prints the job id. With --wait, progress goes to stderr and a summary line to\n"
       "stdout; the exit status is 0 only if every checkpoint was done or skipped.\n"
       "Ctrl-C during --wait leaves the job running (exit 130; see 'watch', 'cancel').\n";
@@ -336,7 +355,9 @@ std::vector<Command> JobCommands() {
   CommandSpec follow;
   follow.name = "follow";
   follow.synopsis =
-      "--run NAME (--checkpoints DIR | --hf-cache DIR)\n"
+      "--run NAME (--checkpoints DIR | --hf-cache DIR | --hub ORG/NAME |\n"
+      "--hub-repos PATTERN [--revision R] | --s3 s3://BUCKET/PREFIX/)\n"
+      "[--revisions A,B,...] [--glob PATTERN]\n"
       "(--probe-tokens F | --probe-text F [--probe-mode M])\n"
       "[--samples N] [--seq-len L] [--token-samples M] [--metrics GROUPS] [--force]\n"
       "[--dedupe] [--until-step N]";
@@ -350,7 +371,8 @@ std::vector<Command> JobCommands() {
     }
   }
   follow.details =
-      "Submits a job that follows DIR (the server lists it every --follow-interval seconds)\n"
+      "Submits a job that follows DIR, or a remote series' refs or prefix (the server\n"
+      "lists it every --follow-interval seconds)\n"
       "and shows its progress until step --until-step is analysed, or until Ctrl-C, which\n"
       "cancels the job (the steps stored so far stay). A step directory joins the job once\n"
       "it is whole: config.json parses and every weight file is completely written (a\n"

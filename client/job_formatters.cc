@@ -1,12 +1,15 @@
 #include "client/job_formatters.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/formatters.h"
+#include "client/source_flags.h"
+#include "client/source_formatters.h"
 
 namespace anisoscope::client {
 
@@ -16,6 +19,25 @@ namespace {
 std::string EnumWord(const std::string& name, const std::string& prefix) {
   if (name.empty()) return "unknown";
   return absl::AsciiStrToLower(name.substr(prefix.size()));
+}
+
+// A run's remote origins in one cell: "hub:ORG/NAME (3 steps); s3://B (1 step)", "-" for none.
+std::string OriginsCell(const v1::Run& run) {
+  std::vector<std::pair<std::string, int>> counts;  // in the order first seen
+  for (const v1::StepOrigin& origin : run.origins()) {
+    auto it = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& count) { return count.first == origin.source(); });
+    if (it == counts.end()) {
+      counts.emplace_back(origin.source(), 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [source, steps] : counts) {
+    parts.push_back(absl::StrCat(source, " (", steps, steps == 1 ? " step)" : " steps)"));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, "; ");
 }
 
 }  // namespace
@@ -63,11 +85,17 @@ std::string JobDetails(const v1::Job& job) {
   absl::StrAppend(&text, "  state:    ", JobStateName(job.state()), " (", job.steps_finished(), "/",
                   job.steps_total(), " checkpoints finished)\n");
   absl::StrAppend(&text, "  probe:    ", DescribeProbe(job.probe()), "\n");
+  if (job.has_source()) absl::StrAppend(&text, "  source:   ", DescribeSource(job.source()), "\n");
   if (job.force()) absl::StrAppend(&text, "  force:    yes\n");
   absl::StrAppend(&text, "  created:  ", job.created_at(), "\n");
   absl::StrAppend(&text, "  updated:  ", job.updated_at(), "\n");
   if (!job.error().empty()) absl::StrAppend(&text, "  error:    ", job.error(), "\n");
   if (job.checkpoints_size() == 0) return text;
+  // A remote series' steps say where each was read from: REVISION and COMMIT before ERROR.
+  bool remote = false;
+  for (const v1::CheckpointStatus& checkpoint : job.checkpoints()) {
+    remote = remote || !checkpoint.revision().empty() || !checkpoint.commit().empty();
+  }
   std::vector<std::vector<std::string>> rows;
   for (const v1::CheckpointStatus& checkpoint : job.checkpoints()) {
     const bool timed = checkpoint.state() == v1::STEP_STATE_DONE ||
@@ -76,6 +104,17 @@ std::string JobDetails(const v1::Job& job) {
                     timed ? absl::StrFormat("%.1f", checkpoint.seconds()) : "",
                     checkpoint.attempt() > 0 ? absl::StrCat(checkpoint.attempt()) : "",
                     checkpoint.worker(), checkpoint.error()});
+    if (remote) {
+      rows.back().insert(rows.back().end() - 1,
+                         {checkpoint.revision().empty() ? "-" : checkpoint.revision(),
+                          checkpoint.commit().empty() ? "-" : ShortCommit(checkpoint.commit())});
+    }
+  }
+  if (remote) {
+    return text + "\n" +
+           RenderTable(
+               {"STEP", "STATE", "SECONDS", "ATTEMPT", "WORKER", "REVISION", "COMMIT", "ERROR"},
+               rows, {true, false, true, true, false, false, false, false});
   }
   return text + "\n" +
          RenderTable({"STEP", "STATE", "SECONDS", "ATTEMPT", "WORKER", "ERROR"}, rows,
@@ -83,6 +122,7 @@ std::string JobDetails(const v1::Job& job) {
 }
 
 std::string RunsTable(const std::vector<v1::Run>& runs) {
+  bool any_origin = false;
   std::vector<std::vector<std::string>> rows;
   rows.reserve(runs.size());
   for (const v1::Run& run : runs) {
@@ -106,9 +146,19 @@ std::string RunsTable(const std::vector<v1::Run>& runs) {
         {run.name(), run.model_family(), absl::StrCat(run.num_layers(), "x", run.num_heads()),
          probes.empty() ? "-" : absl::StrJoin(probes, "; "), absl::StrCat(run.steps_size()), range,
          duplicates.empty() ? "-" : absl::StrJoin(duplicates, ",")});
+    any_origin = any_origin || run.origins_size() > 0;
+    rows.back().push_back(OriginsCell(run));
   }
-  return RenderTable({"NAME", "FAMILY", "LAYERSxHEADS", "PROBES", "STEPS", "RANGE", "SAME WEIGHTS"},
-                     rows, {false, false, true, false, true, false, false});
+  std::vector<std::string> header = {"NAME",  "FAMILY", "LAYERSxHEADS", "PROBES",
+                                     "STEPS", "RANGE",  "SAME WEIGHTS"};
+  std::vector<bool> right = {false, false, true, false, true, false, false};
+  if (any_origin) {  // where the steps read from a remote source came from
+    header.push_back("FROM");
+    right.push_back(false);
+  } else {
+    for (std::vector<std::string>& row : rows) row.pop_back();
+  }
+  return RenderTable(header, rows, right);
 }
 
 }  // namespace anisoscope::client

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/formatters.h"
 #include "client/job_formatters.h"
 #include "proto/final_states.h"
 
@@ -13,6 +14,19 @@ namespace {
 
 int Total(const v1::Job& job) {
   return job.steps_total() > 0 ? job.steps_total() : job.checkpoints_size();
+}
+
+// "fetching 1.2 GiB/3.4 GiB at 180.0 MiB/s, cache 12.0 GiB".
+std::string FetchText(const v1::FetchProgress& fetch) {
+  std::string text = absl::StrCat("fetching ", ByteSize(static_cast<double>(fetch.bytes_done())));
+  if (fetch.bytes_total() > 0) {
+    absl::StrAppend(&text, "/", ByteSize(static_cast<double>(fetch.bytes_total())));
+  }
+  if (fetch.bytes_per_second() > 0) {
+    absl::StrAppend(&text, " at ", ByteSize(fetch.bytes_per_second()), "/s");
+  }
+  absl::StrAppend(&text, ", cache ", ByteSize(static_cast<double>(fetch.cache_bytes())));
+  return text;
 }
 
 // "ANSI erase to end of line" after a carriage return.
@@ -37,6 +51,9 @@ std::string ProgressPrinter::Render(const v1::JobEvent& event) {
       return Transient(absl::StrCat("[", finished_ + 1, "/", Total(job), "] step ",
                                     event.checkpoint().step(), " batch ", event.batches_done(), "/",
                                     event.batches_total()));
+    case v1::JobEvent::KIND_STEP_FETCHING:
+      return Transient(absl::StrCat("[", finished_ + 1, "/", Total(job), "] step ",
+                                    event.checkpoint().step(), " ", FetchText(event.fetch())));
     case v1::JobEvent::KIND_STEP_FINISHED:
       return FinishedLine(job, event.checkpoint());
     case v1::JobEvent::KIND_STEP_ADDED:

@@ -9,7 +9,9 @@
 // followed run's new checkpoint: "step 60000 written: queued". An alarm a step fired:
 // "ALARM (critical) at step 3000: attention_entropy_collapse layer 0: <summary> [alarm 7]",
 // and "alarm 7 resolved at step 5000: ..." when a later step resolves it.
-// On a TTY, the step being computed and its batch progress are shown on one transient
+// On a TTY, a remote step's download ("[2/12] step 5 fetching 1.2 GiB/3.4 GiB at
+// 180.0 MiB/s, cache 12.0 GiB": the worker's download rate and its node's cache size), then
+// the step being computed and its batch progress are shown on one transient
 // line rewritten with '\r' (and erased before the next permanent line); off a TTY,
 // nothing but the permanent lines is written. Not thread-safe; no I/O of its own.
 #pragma once

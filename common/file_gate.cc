@@ -95,6 +95,13 @@ absl::StatusOr<FileGate> FileGate::Beneath(const std::vector<std::string>& roots
 
 FileGate FileGate::Host() { return FileGate(nullptr); }
 
+FileGate FileGate::Union(const FileGate& other) const {
+  if (roots_ == nullptr || other.roots_ == nullptr) return Host();
+  auto both = std::make_shared<std::vector<Root>>(*roots_);
+  both->insert(both->end(), other.roots_->begin(), other.roots_->end());
+  return FileGate(std::move(both));
+}
+
 absl::StatusOr<UniqueFd> FileGate::Open(const fs::path& path, int flags, const char* kind) const {
   const bool want_directory = (flags & O_DIRECTORY) != 0;
   int fd = -1;

@@ -92,6 +92,11 @@ class FileGate {
   // Host() intersected gives `others` as Beneath() would, or no root.
   FileGate Intersect(const std::vector<std::string>& others) const;
 
+  // A gate over this gate's roots and `other`'s, each root as it was opened (no path is
+  // resolved again): a worker's cache folder beside a unit's roots. Host() with anything is
+  // Host().
+  FileGate Union(const FileGate& other) const;
+
   // The roots as spelled (lexically normal), as paths beneath them are given; empty for
   // Host().
   std::vector<std::string> roots() const;

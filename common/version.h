@@ -13,7 +13,7 @@ std::string_view ProjectVersion();
 
 // The database schema this build writes: the number of storage/schema.cc's migrations
 // (tests/storage/schema_test.cc ties the two), here so that every binary can print it.
-inline constexpr int kDatabaseSchemaVersion = 9;
+inline constexpr int kDatabaseSchemaVersion = 10;
 
 // "PROGRAM VERSION (database schema N)", the first line of each binary's --version.
 std::string VersionLine(std::string_view program);

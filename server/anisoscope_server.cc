@@ -8,6 +8,8 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/host_port.h"
 #include "common/listen_check.h"
 #include "common/message_limits.h"
@@ -35,6 +37,27 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
     ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(ssl);
+}
+
+// The server's remote sources: --allow-source and the endpoints' clients. Without
+// --allow-source nothing remote may be read, so no endpoint or credential is resolved (a
+// malformed ~/.aws/credentials does not stop a server that reads folders).
+absl::StatusOr<std::unique_ptr<SourceLister>> MakeSourceLister(const ServerOptions& options) {
+  if (options.allow_sources.empty()) return SourceLister::None();
+  SourceLister::Options lister;
+  ASSIGN_OR_RETURN(lister.allowed, SourceAllowList::Parse(options.allow_sources));
+  // The endpoint flags (worker/source_flags.h: the same its embedded workers get); the
+  // environment (HF_ENDPOINT, AWS_*) resolves what they leave unset.
+  ASSIGN_OR_RETURN(lister.endpoints,
+                   sources::ResolveSourceEndpoints(options.sources.endpoints));
+  // The listings stall no longer than a worker's downloads may (--fetch-stall-timeout).
+  transfer::TransferOptions transfer;
+  transfer.stall_timeout = absl::Seconds(options.sources.fetch_stall_timeout_seconds);
+  ASSIGN_OR_RETURN(lister.clients, sources::MakeSourceClients(lister.endpoints, transfer));
+  spdlog::info("remote sources allowed: {} (Hub {}, S3 {})",
+               absl::StrJoin(lister.allowed.entries(), ", "), lister.endpoints.hub_endpoint,
+               lister.endpoints.s3_endpoint);
+  return SourceLister::Create(std::move(lister));
 }
 
 }  // namespace
@@ -120,17 +143,23 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   runner_options.max_leases_per_worker = options.max_leases_per_worker;
   runner_options.dtype = options.extractor.dtype;
   runner_options.observers = {server->alarm_observer_.get(), server->checkpoint_counter_.get()};
+  // The sources first: a resumed job whose source is refused now is failed, not resumed.
+  ASSIGN_OR_RETURN(server->sources_, MakeSourceLister(options));
   ASSIGN_OR_RETURN(std::vector<JobRunner::ResumedJob> resumed,
                    LoadUnfinishedJobs(*server->store_, *server->files_,
-                                      options.limits.max_probe_tokens));
+                                      options.limits.max_probe_tokens, server->sources_.get()));
   ASSIGN_OR_RETURN(server->runner_, JobRunner::Create(runner_options, server->store_.get(),
                                                       std::move(resumed)));
-  server->submission_ = std::make_unique<JobSubmission>(
-      server->runner_.get(), server->store_.get(), server->files_.get(), options.limits);
+  server->submission_ =
+      std::make_unique<JobSubmission>(server->runner_.get(), server->store_.get(),
+                                      server->files_.get(), options.limits, server->sources_.get());
+  server->audit_ = std::make_unique<SourceAudit>(server->store_.get(), server->files_.get(),
+                                                 server->sources_.get());
 
   AccessControl* access = server->access_.get();
   server->job_service_ = std::make_unique<JobServiceImpl>(
-      server->runner_.get(), server->submission_.get(), access, options.limits);
+      server->runner_.get(), server->submission_.get(), server->audit_.get(), access,
+      options.limits);
   server->query_service_ =
       std::make_unique<QueryServiceImpl>(server->store_.get(), access, options.limits);
   server->admin_service_ = std::make_unique<AdminServiceImpl>(server->store_.get(), access);
@@ -182,7 +211,10 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
   }
   server->follower_ = std::make_unique<CheckpointFollower>(
       server->runner_.get(), server->store_.get(), server->files_.get(),
-      absl::Seconds(options.follow_interval_seconds));
+      absl::Seconds(options.follow_interval_seconds), server->sources_.get(),
+      options.remote_follow_interval_seconds.has_value()
+          ? absl::Seconds(*options.remote_follow_interval_seconds)
+          : CheckpointFollower::kRemoteFollowInterval);
   if (!options.http_listen.empty()) {
     HttpServer::Options http_options;
     http_options.listen = options.http_listen;
@@ -195,6 +227,7 @@ absl::StatusOr<std::unique_ptr<AnisoscopeServer>> AnisoscopeServer::Create(
     http_options.limits = options.limits;
     http_options.tls_cert = options.tls_cert;
     http_options.tls_key = options.tls_key;
+    http_options.audit = server->audit_.get();
     http_options.namespace_metrics = [alarms = server->alarms_.get(),
                                       webhook = server->webhook_.get()](const std::string& ns) {
       return alarms->Exposition(ns) + (webhook != nullptr ? webhook->Exposition() : "");
@@ -238,6 +271,7 @@ absl::Status AnisoscopeServer::StartWorkers(const ServerOptions& options,
   worker_options.server = server->worker_socket_ != nullptr ? server->worker_socket_->address() : "";
   worker_options.allow_roots = options.allow_roots;
   worker_options.engine_args = worker::WorkerEngineArgs(options.extractor, options.bounds);
+  worker_options.source_args = worker::WorkerSourceArgs(options.sources);
   worker_options.key = key;
   worker_options.log_level = options.log_level;
   ASSIGN_OR_RETURN(server->workers_, WorkerProcesses::Start(worker_options, server->runner_.get()));

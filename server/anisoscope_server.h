@@ -29,6 +29,7 @@
 #include "server/jobs/embedded_workers.h"
 #include "server/jobs/job_runner.h"
 #include "server/jobs/job_submission.h"
+#include "server/jobs/source_audit.h"
 #include "server/jobs/worker_pool.h"
 #include "server/jobs/worker_processes.h"
 #include "server/jobs/worker_socket.h"
@@ -90,7 +91,9 @@ class AnisoscopeServer {
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<FileGate> files_;
   std::unique_ptr<JobRunner> runner_;
+  std::unique_ptr<SourceLister> sources_;  // --allow-source and the endpoints' clients
   std::unique_ptr<JobSubmission> submission_;
+  std::unique_ptr<SourceAudit> audit_;  // JobService.AuditSource's core
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<QueryServiceImpl> query_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

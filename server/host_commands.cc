@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "server/auth/access_control.h"
 #include "server/auth/bearer_token.h"
+#include "server/sources/source_allow_list.h"
 #include "storage/backup.h"
 #include "storage/metrics_store.h"
 
@@ -40,6 +42,9 @@ struct HostRequest {
   std::string role;
   std::string ns = storage::kDefaultNamespace;
   std::vector<std::string> roots;
+  std::vector<std::string> sources;
+  bool set_roots = false;    // namespaces set: --allow-root given (or neither list given)
+  bool set_sources = false;  // namespaces set: --allow-source given (or neither list given)
   std::string out;
 };
 
@@ -102,16 +107,37 @@ int RevokeToken(const HostRequest& request, storage::MetricsStore& store, std::o
   return kExitOk;
 }
 
+// Replaces the lists `request` names (both when it names neither): a namespace's sources
+// narrow the server's --allow-source as its roots narrow --allow-root.
 int SetNamespace(const HostRequest& request, storage::MetricsStore& store, std::ostream& out,
                  std::ostream& err) {
-  if (absl::Status status = store.SetNamespaceRoots(request.ns, request.roots); !status.ok()) {
-    return Fail(err, status);
+  if (request.set_sources) {
+    // Each entry checked as the server's flag checks it, before anything is stored.
+    if (absl::Status parsed = SourceAllowList::Parse(request.sources).status(); !parsed.ok()) {
+      return Fail(err, parsed);
+    }
   }
-  const std::string roots =
-      request.roots.empty() ? "the server's --allow-root" : absl::StrJoin(request.roots, ", ");
-  Audit(store, request.ns, "namespace.set", absl::StrCat("namespace ", request.ns),
-        absl::StrCat("roots: ", roots), err);
-  out << "namespace '" << request.ns << "' reads from " << roots << "\n";
+  if (request.set_roots) {
+    if (absl::Status status = store.SetNamespaceRoots(request.ns, request.roots); !status.ok()) {
+      return Fail(err, status);
+    }
+    const std::string roots =
+        request.roots.empty() ? "the server's --allow-root" : absl::StrJoin(request.roots, ", ");
+    Audit(store, request.ns, "namespace.set", absl::StrCat("namespace ", request.ns),
+          absl::StrCat("roots: ", roots), err);
+    out << "namespace '" << request.ns << "' reads from " << roots << "\n";
+  }
+  if (request.set_sources) {
+    if (absl::Status status = store.SetNamespaceSources(request.ns, request.sources);
+        !status.ok()) {
+      return Fail(err, status);
+    }
+    const std::string sources = request.sources.empty() ? "the server's --allow-source"
+                                                        : absl::StrJoin(request.sources, ", ");
+    Audit(store, request.ns, "namespace.set", absl::StrCat("namespace ", request.ns),
+          absl::StrCat("sources: ", sources), err);
+    out << "namespace '" << request.ns << "' reads sources " << sources << "\n";
+  }
   return kExitOk;
 }
 
@@ -119,8 +145,19 @@ int ListNamespaces(const HostRequest& /*request*/, storage::MetricsStore& store,
                    std::ostream& err) {
   auto roots = store.ListNamespaceRoots();
   if (!roots.ok()) return Fail(err, roots.status());
-  out << "NAMESPACE\tALLOWED ROOTS\n";
-  for (const auto& [ns, list] : *roots) out << ns << "\t" << absl::StrJoin(list, " ") << "\n";
+  auto sources = store.ListNamespaceSources();
+  if (!sources.ok()) return Fail(err, sources.status());
+  std::set<std::string> names;
+  for (const auto& [ns, list] : *roots) names.insert(ns);
+  for (const auto& [ns, list] : *sources) names.insert(ns);
+  out << "NAMESPACE\tALLOWED ROOTS\tALLOWED SOURCES\n";
+  for (const std::string& ns : names) {
+    const auto own_roots = roots->find(ns);
+    const auto own_sources = sources->find(ns);
+    out << ns << "\t" << (own_roots == roots->end() ? "-" : absl::StrJoin(own_roots->second, " "))
+        << "\t" << (own_sources == sources->end() ? "-" : absl::StrJoin(own_sources->second, " "))
+        << "\n";
+  }
   return kExitOk;
 }
 
@@ -175,8 +212,8 @@ int RunHostCommand(int argc, const char* const* argv, std::ostream& out, std::os
   add_db(revoke);
   revoke->add_option("--name", request.name, "the token's name")->required();
 
-  CLI::App* namespaces =
-      app.add_subcommand("namespaces", "the directories each namespace may read from");
+  CLI::App* namespaces = app.add_subcommand(
+      "namespaces", "the directories and remote sources each namespace may read from");
   namespaces->require_subcommand(1);
   CLI::App* set = namespaces->add_subcommand(
       "set",
@@ -184,8 +221,16 @@ int RunHostCommand(int argc, const char* const* argv, std::ostream& out, std::os
       "the server's roots");
   add_db(set);
   set->add_option("--namespace", request.ns, "the namespace")->required();
-  set->add_option("--allow-root", request.roots, "a directory; repeatable")->take_all();
-  CLI::App* list_namespaces = namespaces->add_subcommand("list", "namespaces with own roots");
+  CLI::Option* set_roots =
+      set->add_option("--allow-root", request.roots, "a directory; repeatable")->take_all();
+  CLI::Option* set_sources =
+      set->add_option("--allow-source", request.sources,
+                      "a remote source it may read (hub:ORG/NAME, hub:ORG/*, "
+                      "s3://BUCKET/PREFIX/), allowed by the server's --allow-source too; "
+                      "repeatable; none: the server's")
+          ->take_all();
+  CLI::App* list_namespaces =
+      namespaces->add_subcommand("list", "namespaces with own roots or sources");
   add_db(list_namespaces);
 
   CLI::App* backup = app.add_subcommand(
@@ -214,7 +259,13 @@ int RunHostCommand(int argc, const char* const* argv, std::ostream& out, std::os
   if (create->parsed()) return CreateToken(request, **store, out, err);
   if (list->parsed()) return ListTokens(request, **store, out, err);
   if (revoke->parsed()) return RevokeToken(request, **store, out, err);
-  if (set->parsed()) return SetNamespace(request, **store, out, err);
+  if (set->parsed()) {
+    // A list not given is kept, unless neither is given: then both go back to the server's.
+    const bool neither = set_roots->count() == 0 && set_sources->count() == 0;
+    request.set_roots = neither || set_roots->count() > 0;
+    request.set_sources = neither || set_sources->count() > 0;
+    return SetNamespace(request, **store, out, err);
+  }
   return ListNamespaces(request, **store, out, err);
 }
 

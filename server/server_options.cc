@@ -10,7 +10,9 @@
 #include "common/host_port.h"
 #include "common/version.h"
 #include "server/http/http_walls.h"
+#include "server/sources/source_allow_list.h"
 #include "worker/extractor_flags.h"
+#include "worker/source_flags.h"
 
 namespace anisoscope::server {
 namespace {
@@ -126,6 +128,16 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->delimiter(' ')
       ->check(NonEmpty("a directory"));
+  add("allow-source", options.allow_sources,
+      "remote series that may be read: hub:ORG/NAME, hub:ORG/* or s3://BUCKET/PREFIX/; "
+      "repeatable (default: none, only folders)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check([](const std::string& entry) -> std::string {
+        const absl::Status parsed = SourceAllowList::Parse({entry}).status();
+        return parsed.ok() ? "" : std::string(parsed.message());
+      });
   add("http-listen", options.http_listen,
       "also serve the HTTP/JSON API (/api/v1/...), /metrics and the dashboard there; port 0 "
       "picks a free port (default: off)")
@@ -218,6 +230,9 @@ void AddFlags(CLI::App& app, ServerOptions& options) {
     option->envname(EnvName(option->get_single_name()));
   }
   for (CLI::Option* option : worker::AddStepBoundFlags(app, options.bounds)) {
+    option->envname(EnvName(option->get_single_name()));
+  }
+  for (CLI::Option* option : worker::AddSourceFlags(app, options.sources)) {
     option->envname(EnvName(option->get_single_name()));
   }
   add("auth", options.auth,

@@ -1,6 +1,7 @@
 // ServerOptions: everything anisoscope-server is configured with; one field per flag.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "server/auth/access_control.h"
 #include "server/http/loopback.h"
 #include "server/wire/request_limits.h"
+#include "worker/source_flags.h"
 #include "worker/step_bounds.h"
 
 namespace anisoscope::server {
@@ -21,6 +23,9 @@ struct ServerOptions {
   // --allow-root (repeatable, at least one): directories checkpoints and probes may be read
   // from.
   std::vector<std::string> allow_roots;
+  // --allow-source (repeatable): remote series that may be read (issue 38): "hub:ORG/NAME",
+  // "hub:ORG/*", "s3://BUCKET/PREFIX/" (server/sources/source_allow_list.h); none: folders only.
+  std::vector<std::string> allow_sources;
   // --http-listen: HOST:PORT of the HTTP/JSON API and dashboard; empty: no HTTP server.
   std::string http_listen;
   // --web-dir: the dashboard's files; empty: DefaultWebDir().
@@ -46,6 +51,9 @@ struct ServerOptions {
   double lease_timeout_seconds = 60;
   // --follow-interval: seconds between two looks at the directories of followed runs.
   double follow_interval_seconds = 2;
+  // The least seconds between two listings of one followed remote source; unset:
+  // CheckpointFollower::kRemoteFollowInterval (30 s). Not a flag: tests shorten it.
+  std::optional<double> remote_follow_interval_seconds;
   // --max-attempts: leases of one step that may end without a result before it fails.
   int max_attempts = 3;
   // --max-leases-per-worker: leases and waits one remote worker identity may hold at once.
@@ -54,6 +62,9 @@ struct ServerOptions {
   analysis::TorchExtractorOptions extractor;
   // --step-timeout, --worker-memory-max: what one step may cost an embedded worker.
   worker::StepBounds bounds;
+  // --hub-endpoint, --hub-token-file, --s3-endpoint, --s3-region (what the server lists remote
+  // sources with) and --cache-dir, --cache-max-bytes: all passed on to the embedded workers.
+  worker::SourceOptions sources;
   // The embedded workers' executable (main: DefaultWorkerBinary()); empty: threads of this
   // process with the factory's extractors (tests and benchmarks, AnisoscopeServer::Create).
   std::string worker_binary;
@@ -91,7 +102,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, const char* const* ar
 // The --help text, listing every flag with its default.
 std::string ServerUsage();
 
-// The --version line: "anisoscope-server 0.1.0 (database schema 9)", the project's version
+// The --version line: "anisoscope-server 0.1.0 (database schema 10)", the project's version
 // (common/version.h) and the schema version this build writes (storage/schema.h).
 std::string ServerVersion();
 

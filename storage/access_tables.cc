@@ -113,32 +113,49 @@ absl::Status TouchTokenInDb(SqliteDb* db, int64_t id) {
   return update.Run();
 }
 
-absl::StatusOr<std::vector<std::string>> NamespaceRootsInDb(SqliteDb* db, const std::string& ns) {
-  return TextColumn(db, "SELECT root FROM namespace_roots WHERE namespace = ? ORDER BY root", ns);
+namespace {
+
+// A namespace's list in `table` (namespace_roots or namespace_sources), whose other column is
+// `column`: names fixed here, never a caller's.
+struct NamespaceList {
+  const char* table;
+  const char* column;
+};
+constexpr NamespaceList kRoots{"namespace_roots", "root"};
+constexpr NamespaceList kSources{"namespace_sources", "source"};
+
+absl::StatusOr<std::vector<std::string>> NamespaceListInDb(SqliteDb* db, NamespaceList list,
+                                                           const std::string& ns) {
+  return TextColumn(db,
+                    absl::StrCat("SELECT ", list.column, " FROM ", list.table,
+                                 " WHERE namespace = ? ORDER BY ", list.column),
+                    ns);
 }
 
-absl::Status SetNamespaceRootsInDb(SqliteDb* db, const std::string& ns,
-                                   const std::vector<std::string>& roots) {
+absl::Status SetNamespaceListInDb(SqliteDb* db, NamespaceList list, const std::string& ns,
+                                  const std::vector<std::string>& values) {
   if (ns.empty()) return absl::InvalidArgumentError("namespace is empty");
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
-  ASSIGN_OR_RETURN(Statement clear, db->Prepare("DELETE FROM namespace_roots WHERE namespace = ?"));
+  ASSIGN_OR_RETURN(Statement clear,
+                   db->Prepare(absl::StrCat("DELETE FROM ", list.table, " WHERE namespace = ?")));
   RETURN_IF_ERROR(clear.BindAll(ns));
   RETURN_IF_ERROR(clear.Run());
   ASSIGN_OR_RETURN(Statement insert,
-                   db->Prepare("INSERT OR IGNORE INTO namespace_roots (namespace, root) "
-                               "VALUES (?, ?)"));
-  for (const std::string& root : roots) {
+                   db->Prepare(absl::StrCat("INSERT OR IGNORE INTO ", list.table, " (namespace, ",
+                                            list.column, ") VALUES (?, ?)")));
+  for (const std::string& value : values) {
     insert.Reset();
-    RETURN_IF_ERROR(insert.BindAll(ns, root));
+    RETURN_IF_ERROR(insert.BindAll(ns, value));
     RETURN_IF_ERROR(insert.Run());
   }
   return transaction.Commit();
 }
 
-absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRootsInDb(
-    SqliteDb* db) {
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceListInDb(
+    SqliteDb* db, NamespaceList list) {
   ASSIGN_OR_RETURN(Statement select,
-                   db->Prepare("SELECT namespace, root FROM namespace_roots ORDER BY 1, 2"));
+                   db->Prepare(absl::StrCat("SELECT namespace, ", list.column, " FROM ", list.table,
+                                            " ORDER BY 1, 2")));
   std::map<std::string, std::vector<std::string>> out;
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
@@ -146,6 +163,36 @@ absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoo
     out[select.ColumnText(0)].push_back(select.ColumnText(1));
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> NamespaceRootsInDb(SqliteDb* db, const std::string& ns) {
+  return NamespaceListInDb(db, kRoots, ns);
+}
+
+absl::Status SetNamespaceRootsInDb(SqliteDb* db, const std::string& ns,
+                                   const std::vector<std::string>& roots) {
+  return SetNamespaceListInDb(db, kRoots, ns, roots);
+}
+
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRootsInDb(
+    SqliteDb* db) {
+  return ListNamespaceListInDb(db, kRoots);
+}
+
+absl::StatusOr<std::vector<std::string>> NamespaceSourcesInDb(SqliteDb* db, const std::string& ns) {
+  return NamespaceListInDb(db, kSources, ns);
+}
+
+absl::Status SetNamespaceSourcesInDb(SqliteDb* db, const std::string& ns,
+                                     const std::vector<std::string>& sources) {
+  return SetNamespaceListInDb(db, kSources, ns, sources);
+}
+
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceSourcesInDb(
+    SqliteDb* db) {
+  return ListNamespaceListInDb(db, kSources);
 }
 
 absl::Status AppendAuditInDb(SqliteDb* db, const AuditEntry& entry) {

@@ -38,6 +38,14 @@ absl::Status SetNamespaceRootsInDb(SqliteDb* db, const std::string& ns,
 absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRootsInDb(
     SqliteDb* db);
 
+// The sources namespace `ns` may read (--allow-source entries, as the server's flag takes
+// them; empty: the server's alone), replaced and listed as the roots are.
+absl::StatusOr<std::vector<std::string>> NamespaceSourcesInDb(SqliteDb* db, const std::string& ns);
+absl::Status SetNamespaceSourcesInDb(SqliteDb* db, const std::string& ns,
+                                     const std::vector<std::string>& sources);
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceSourcesInDb(
+    SqliteDb* db);
+
 // Appends `entry` (its id and time are set by the database).
 absl::Status AppendAuditInDb(SqliteDb* db, const AuditEntry& entry);
 // The newest `limit` entries (<= 0: all), newest first.

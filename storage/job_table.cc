@@ -52,6 +52,7 @@ absl::StatusOr<JobRecord> JobFromRow(const Statement& row) {
   job.created_at = row.ColumnText(4);
   job.updated_at = row.ColumnText(5);
   job.spec.ns = row.ColumnText(6);
+  job.spec.source = std::string(row.ColumnBlob(7));
   return job;
 }
 
@@ -59,8 +60,9 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
   ASSIGN_OR_RETURN(
       Statement select,
       db->Prepare("SELECT step, path, size_bytes, state, error, probe_id, seconds, attempt, "
-                  "lease_id, lease_local, worker, fingerprint, duplicate_of, lease_holder "
-                  "FROM checkpoints WHERE job_id = ? ORDER BY step"));
+                  "lease_id, lease_local, worker, fingerprint, duplicate_of, lease_holder, "
+                  "remote, remote_revision, remote_commit FROM checkpoints WHERE job_id = ? "
+                  "ORDER BY step"));
   RETURN_IF_ERROR(select.BindAll(job->id));
   while (true) {
     ASSIGN_OR_RETURN(const bool row, select.Step());
@@ -86,20 +88,29 @@ absl::Status LoadCheckpoints(SqliteDb* db, JobRecord* job) {
     checkpoint.fingerprint = select.ColumnText(11);
     checkpoint.duplicate_of = select.ColumnInt64(12);
     checkpoint.lease_holder = select.ColumnText(13);
+    checkpoint.remote = std::string(select.ColumnBlob(14));
+    checkpoint.revision = select.ColumnText(15);
+    checkpoint.commit = select.ColumnText(16);
   }
   return absl::OkStatus();
 }
 
-// Inserts `checkpoints` of job `job_id` as pending, inside the caller's transaction.
+// Inserts `checkpoints` of job `job_id` in their first state (pending unless a listing said
+// otherwise), inside the caller's transaction.
 absl::Status InsertCheckpoints(SqliteDb* db, int64_t job_id,
                                const std::vector<CheckpointSpec>& checkpoints) {
-  ASSIGN_OR_RETURN(
-      Statement insert,
-      db->Prepare(
-          "INSERT INTO checkpoints (job_id, step, path, state) VALUES (?, ?, ?, 'pending')"));
+  ASSIGN_OR_RETURN(Statement insert,
+                   db->Prepare("INSERT INTO checkpoints (job_id, step, path, state, error, "
+                               "duplicate_of, remote, remote_revision, remote_commit) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   for (const CheckpointSpec& checkpoint : checkpoints) {
     insert.Reset();
-    RETURN_IF_ERROR(insert.BindAll(job_id, checkpoint.step, checkpoint.path));
+    RETURN_IF_ERROR(insert.BindAll(job_id, checkpoint.step, checkpoint.path,
+                                   StepStateName(checkpoint.state), checkpoint.error,
+                                   checkpoint.duplicate_of));
+    RETURN_IF_ERROR(insert.BindBlob(7, checkpoint.remote.data(), checkpoint.remote.size()));
+    RETURN_IF_ERROR(insert.Bind(8, checkpoint.revision));
+    RETURN_IF_ERROR(insert.Bind(9, checkpoint.commit));
     const absl::Status status = insert.Run();
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat("checkpoint at step ", checkpoint.step,
@@ -110,7 +121,7 @@ absl::Status InsertCheckpoints(SqliteDb* db, int64_t job_id,
 }
 
 constexpr char kSelectJobs[] =
-    "SELECT id, spec_json, state, error, created_at, updated_at, namespace FROM jobs ";
+    "SELECT id, spec_json, state, error, created_at, updated_at, namespace, source FROM jobs ";
 
 }  // namespace
 
@@ -170,10 +181,11 @@ absl::StatusOr<int64_t> CreateJobInDb(SqliteDb* db, const JobSpec& spec,
   ASSIGN_OR_RETURN(Transaction transaction, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement insert,
                    db->Prepare(absl::StrCat("INSERT INTO jobs (namespace, run, spec_json, state, "
-                                            "error, created_at, updated_at) "
+                                            "error, created_at, updated_at, source) "
                                             "VALUES (?, ?, ?, 'queued', '', ",
-                                            kNowSql, ", ", kNowSql, ")")));
+                                            kNowSql, ", ", kNowSql, ", ?)")));
   RETURN_IF_ERROR(insert.BindAll(spec.ns, spec.run, JobSpecToJson(spec)));
+  RETURN_IF_ERROR(insert.BindBlob(4, spec.source.data(), spec.source.size()));
   RETURN_IF_ERROR(insert.Run());
   const int64_t id = db->LastInsertRowId();
   if (!unit_probe.empty()) {

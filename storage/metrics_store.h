@@ -101,6 +101,11 @@ class MetricsStore : public JobStore {
   virtual absl::Status SetNamespaceRoots(const std::string& ns,
                                          const std::vector<std::string>& roots) = 0;
   virtual absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoots() = 0;
+  virtual absl::StatusOr<std::vector<std::string>> NamespaceSources(const std::string& ns) = 0;
+  virtual absl::Status SetNamespaceSources(const std::string& ns,
+                                           const std::vector<std::string>& sources) = 0;
+  virtual absl::StatusOr<std::map<std::string, std::vector<std::string>>>
+  ListNamespaceSources() = 0;
   virtual absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) = 0;
 
  protected:

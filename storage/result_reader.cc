@@ -101,6 +101,12 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
       db->Prepare("SELECT s.step, MIN(t.step), s.fingerprint FROM steps s JOIN steps t ON "
                   "t.run_id = s.run_id AND t.fingerprint = s.fingerprint AND t.step < s.step "
                   "WHERE s.run_id = ? AND s.fingerprint != '' GROUP BY s.step ORDER BY s.step"));
+  // One origin per step (the probes of a step were read from one place; the latest stored wins).
+  ASSIGN_OR_RETURN(
+      Statement origins,
+      db->Prepare("SELECT step, origin_source, origin_revision, origin_commit FROM steps "
+                  "WHERE run_id = ? AND origin_source != '' AND id IN "
+                  "(SELECT MAX(id) FROM steps WHERE run_id = ? GROUP BY step) ORDER BY step"));
   std::vector<RunInfo> out;
   while (true) {
     ASSIGN_OR_RETURN(const bool row, runs.Step());
@@ -133,6 +139,14 @@ absl::StatusOr<std::vector<RunInfo>> ListRunsInDb(SqliteDb* db, const std::strin
       if (!duplicate_row) break;
       info.duplicates.push_back(
           {duplicates.ColumnInt64(0), duplicates.ColumnInt64(1), duplicates.ColumnText(2)});
+    }
+    origins.Reset();
+    RETURN_IF_ERROR(origins.BindAll(run_id, run_id));
+    while (true) {
+      ASSIGN_OR_RETURN(const bool origin_row, origins.Step());
+      if (!origin_row) break;
+      info.origins.push_back({origins.ColumnInt64(0), origins.ColumnText(1), origins.ColumnText(2),
+                              origins.ColumnText(3)});
     }
   }
   return out;

@@ -204,10 +204,14 @@ absl::Status WriteStepInTransaction(SqliteDb* db, const StepResult& result, bool
   ASSIGN_OR_RETURN(Statement insert,
                    db->Prepare(absl::StrCat("INSERT INTO steps (run_id, probe_id, step, "
                                             "checkpoint_path, checkpoint_bytes, seconds, "
-                                            "fingerprint, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ",
+                                            "fingerprint, origin_source, origin_revision, "
+                                            "origin_commit, stored_at) "
+                                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ",
                                             kNowSql, ")")));
   RETURN_IF_ERROR(insert.BindAll(run_id, result.probe.id, result.step, result.checkpoint_path,
-                                 result.checkpoint_bytes, result.seconds, result.fingerprint));
+                                 result.checkpoint_bytes, result.seconds, result.fingerprint,
+                                 result.origin_source, result.origin_revision,
+                                 result.origin_commit));
   RETURN_IF_ERROR(insert.Run());
   const int64_t step_id = db->LastInsertRowId();
 

@@ -259,6 +259,24 @@ FROM alarm_folds f WHERE alarms.id = f.id;
 DROP TABLE temp.alarm_folds;
 CREATE UNIQUE INDEX alarms_event ON alarms (run_id, probe_id, rule, layer, step);
 )sql",
+      // 10: checkpoints from where they live (issue 38). A job's source and each checkpoint's
+      // remote descriptor, opaque bytes the server serialized (empty: folders), with its
+      // revision and commit as text (shown without parsing the descriptor); where each
+      // stored step was read from; the sources each namespace may read (none: the server's).
+      R"sql(
+ALTER TABLE jobs ADD COLUMN source BLOB NOT NULL DEFAULT x'';
+ALTER TABLE checkpoints ADD COLUMN remote BLOB NOT NULL DEFAULT x'';
+ALTER TABLE checkpoints ADD COLUMN remote_revision TEXT NOT NULL DEFAULT '';
+ALTER TABLE checkpoints ADD COLUMN remote_commit TEXT NOT NULL DEFAULT '';
+ALTER TABLE steps ADD COLUMN origin_source TEXT NOT NULL DEFAULT '';
+ALTER TABLE steps ADD COLUMN origin_revision TEXT NOT NULL DEFAULT '';
+ALTER TABLE steps ADD COLUMN origin_commit TEXT NOT NULL DEFAULT '';
+CREATE TABLE namespace_sources (
+  namespace TEXT NOT NULL,
+  source TEXT NOT NULL,
+  PRIMARY KEY (namespace, source)
+) WITHOUT ROWID;
+)sql",
   };
   return *migrations;
 }

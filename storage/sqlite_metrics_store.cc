@@ -231,6 +231,24 @@ SqliteMetricsStore::ListNamespaceRoots() {
   return ListNamespaceRootsInDb(db_.get());
 }
 
+absl::StatusOr<std::vector<std::string>> SqliteMetricsStore::NamespaceSources(
+    const std::string& ns) {
+  absl::MutexLock lock(&mu_);
+  return NamespaceSourcesInDb(db_.get(), ns);
+}
+
+absl::Status SqliteMetricsStore::SetNamespaceSources(const std::string& ns,
+                                                     const std::vector<std::string>& sources) {
+  absl::MutexLock lock(&mu_);
+  return SetNamespaceSourcesInDb(db_.get(), ns, sources);
+}
+
+absl::StatusOr<std::map<std::string, std::vector<std::string>>>
+SqliteMetricsStore::ListNamespaceSources() {
+  absl::MutexLock lock(&mu_);
+  return ListNamespaceSourcesInDb(db_.get());
+}
+
 absl::Status SqliteMetricsStore::AppendAudit(const AuditEntry& entry) {
   absl::MutexLock lock(&mu_);
   return AppendAuditInDb(db_.get(), entry);

@@ -60,6 +60,10 @@ class SqliteMetricsStore : public MetricsStore {
   absl::Status SetNamespaceRoots(const std::string& ns,
                                  const std::vector<std::string>& roots) override;
   absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceRoots() override;
+  absl::StatusOr<std::vector<std::string>> NamespaceSources(const std::string& ns) override;
+  absl::Status SetNamespaceSources(const std::string& ns,
+                                   const std::vector<std::string>& sources) override;
+  absl::StatusOr<std::map<std::string, std::vector<std::string>>> ListNamespaceSources() override;
   absl::Status AppendAudit(const AuditEntry& entry) override;
   absl::StatusOr<std::vector<AuditEntry>> ListAudit(int limit) override;
   absl::StatusOr<std::vector<AlarmRecord>> AlarmsOpenAt(const std::string& ns,

@@ -54,6 +54,19 @@ struct StepResult {
   std::vector<VectorValue> vectors;
   std::string ns = kDefaultNamespace;  // the run's namespace
   std::string fingerprint;  // of the weight files (analysis/checkpoint/fingerprint.h); may be ""
+  // Where a remote step was read from (issue 38): "hub:ORG/NAME" or "s3://BUCKET"; empty for a
+  // folder's step.
+  std::string origin_source;
+  std::string origin_revision;  // the branch (Hub) or the folder's key prefix (S3)
+  std::string origin_commit;    // the Hub commit; empty on S3
+};
+
+// Where a stored step was read from, when not from a folder (the steps table's origin_*).
+struct StepOriginRecord {
+  int64_t step = 0;
+  std::string source;  // "hub:ORG/NAME" or "s3://BUCKET"
+  std::string revision;
+  std::string commit;
 };
 
 // A stored step whose weights are those of an earlier step of its run (equal fingerprints).
@@ -73,6 +86,7 @@ struct RunInfo {
   std::vector<ProbeInfo> probes;
   std::vector<int64_t> steps;             // distinct stored steps, ascending, any probe
   std::vector<StepDuplicate> duplicates;  // ascending step
+  std::vector<StepOriginRecord> origins;  // the steps read from a remote source, ascending step
   std::string created_at;                 // ISO 8601 UTC
 };
 
@@ -170,7 +184,20 @@ struct StoreStats {
 
 struct CheckpointSpec {
   int64_t step = 0;
-  std::string path;  // canonical, inside an allowed root
+  std::string path;  // canonical, inside an allowed root; a remote step's display name
+  // A remote step (issue 38): its descriptor, opaque serialized bytes (v1.RemoteCheckpoint,
+  // which the server builds and parses; the store never looks inside). Empty for a folder's.
+  std::string remote;
+  // How it is stored at first: pending, or already skipped (a listed duplicate, with
+  // duplicate_of) or failed (a listed step that cannot be used, with error).
+  StepState state = StepState::kPending;
+  std::string error;
+  int64_t duplicate_of = -1;
+  // A remote step's revision and commit, as its listing gave them (copied out of `remote`
+  // once, where the server builds it, so that nothing parses it to show them); empty for a
+  // folder's. Stored with the checkpoint (checkpoints.remote_revision, remote_commit).
+  std::string revision;
+  std::string commit;
 };
 
 // What a job computes; stored verbatim so that a restarted server can resume it.
@@ -193,6 +220,17 @@ struct JobSpec {
   // to the job, which runs until a step >= until_step (when set) is added and finished.
   std::string follow_dir;
   std::optional<int64_t> until_step;
+  // A series read from where it lives (issue 38): the source, opaque serialized bytes
+  // (v1.CheckpointSource); empty for folders. Kept in jobs.source, not in the spec's JSON.
+  std::string source;
+};
+
+// A remote step's download as its worker last reported it (v1.FetchProgress).
+struct StepFetchProgress {
+  int64_t bytes_done = 0;
+  int64_t bytes_total = 0;
+  double bytes_per_second = 0;
+  int64_t cache_bytes = 0;
 };
 
 // One checkpoint of a job (the `checkpoints` table).
@@ -213,6 +251,12 @@ struct JobCheckpoint {
   std::string lease_holder;
   std::string fingerprint;    // of the stored step's weight files, once done
   int64_t duplicate_of = -1;  // an earlier step of the run with the same fingerprint; -1: none
+  std::string remote;  // as CheckpointSpec::remote: opaque bytes; empty for a folder's step
+  std::string revision;  // as CheckpointSpec::revision
+  std::string commit;    // as CheckpointSpec::commit
+  // While its remote step downloads, the worker's latest report; never stored (the job
+  // registry keeps it in memory and clears it once the step's forward begins or it ends).
+  std::optional<StepFetchProgress> fetch;
 };
 
 struct JobRecord {

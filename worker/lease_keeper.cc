@@ -46,6 +46,18 @@ void LeaseKeeper::SetProgress(int done, int total) {
   progress_unsent_ = true;
 }
 
+void LeaseKeeper::SetFetch(const pb::FetchProgress& fetch) {
+  absl::MutexLock lock(&mu_);
+  fetch_ = fetch;
+  fetching_ = true;
+  progress_unsent_ = true;
+}
+
+void LeaseKeeper::ClearFetch() {
+  absl::MutexLock lock(&mu_);
+  fetching_ = false;
+}
+
 void LeaseKeeper::FlushProgress() {
   absl::MutexLock beat_lock(&beat_mu_);
   bool unsent = false;
@@ -95,6 +107,7 @@ void LeaseKeeper::BeatLocked() {
     request.set_fingerprint(fingerprint_);
     request.set_batches_done(done_);
     request.set_batches_total(total_);
+    if (fetching_) *request.mutable_fetch() = fetch_;
     progress_unsent_ = false;
   }
   absl::StatusOr<pb::HeartbeatResponse> response = client_->Heartbeat(request, interval_);

@@ -1,7 +1,8 @@
 // LeaseKeeper: keeps one unit's lease alive while the engine works on it.
 //
 // A thread sends a heartbeat every heartbeat interval, and at once when the engine
-// finishes a batch, so the server publishes per-batch progress. The lease
+// finishes a batch (or a remote step's download reports progress), so the server publishes
+// per-batch progress. The lease
 // has ended when the server says the job was cancelled, the step is already stored or
 // (dedupe) its weights are an earlier stored step's, or that the lease is no longer current; the
 // engine polls ended() between batches. While the server is unreachable, heartbeats are retried (a
@@ -37,6 +38,9 @@ class LeaseKeeper {
   // Wakes the heartbeat thread to send the progress (the engine never waits for it;
   // batches done faster than a round trip go out together).
   void SetProgress(int done, int total);
+  // Likewise for a remote step's download: sent in each heartbeat until ClearFetch().
+  void SetFetch(const ::anisoscope::v1::FetchProgress& fetch);
+  void ClearFetch();
   // Waits for the heartbeat in flight and sends the progress not yet sent, so that the
   // server has the last batch's progress before the upload.
   void FlushProgress();
@@ -62,6 +66,8 @@ class LeaseKeeper {
   int done_ ABSL_GUARDED_BY(mu_) = 0;
   int total_ ABSL_GUARDED_BY(mu_) = 0;
   bool progress_unsent_ ABSL_GUARDED_BY(mu_) = false;
+  bool fetching_ ABSL_GUARDED_BY(mu_) = false;
+  ::anisoscope::v1::FetchProgress fetch_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   std::string why_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

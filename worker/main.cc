@@ -17,6 +17,8 @@
 #include "common/message_limits.h"
 #include "common/tls_files.h"
 #include "common/embedded_worker_key.h"
+#include "sources/endpoints/source_endpoints.h"
+#include "worker/remote_source.h"
 #include "worker/step_bounds.h"
 #include "worker/step_watchdog.h"
 #include "worker/worker_loop.h"
@@ -59,6 +61,33 @@ int main(int argc, char** argv) {
       anisoscope::FileGate::Beneath(options.allow_roots);
   if (!own_files.ok()) return Fatal(own_files.status(), 2);
 
+  // The endpoints are checked now: a bad endpoint flag exits at once; credentials from the
+  // environment that cannot be read fail only the remote steps, so that a worker reading
+  // folders still starts. The cache folder is made at the first remote step.
+  const anisoscope::sources::SourceEndpointFlags& endpoint_flags = options.sources.endpoints;
+  absl::StatusOr<anisoscope::sources::SourceEndpoints> endpoints =
+      anisoscope::sources::ResolveSourceEndpoints(endpoint_flags);
+  std::unique_ptr<worker::RemoteSource> remote_source;
+  if (endpoints.ok()) {
+    worker::RemoteSource::Options remote_options;
+    remote_options.endpoints = *std::move(endpoints);
+    remote_options.cache_dir = worker::CacheDirOf(options.sources);
+    remote_options.cache_max_bytes = options.sources.cache_max_bytes;
+    remote_options.transfer.stall_timeout =
+        absl::Seconds(options.sources.fetch_stall_timeout_seconds);
+    absl::StatusOr<std::unique_ptr<worker::RemoteSource>> made =
+        worker::RemoteSource::Create(std::move(remote_options));
+    if (!made.ok()) return Fatal(made.status(), 2);
+    remote_source = *std::move(made);
+  } else if (!endpoint_flags.hub_endpoint.empty() || !endpoint_flags.hub_token_file.empty() ||
+             !endpoint_flags.s3_endpoint.empty() || !endpoint_flags.s3_region.empty()) {
+    return Fatal(endpoints.status(), 2);
+  } else {
+    spdlog::warn("remote steps will fail on this worker: {}",
+                 std::string(endpoints.status().message()));
+    remote_source = worker::RemoteSource::Unavailable(endpoints.status());
+  }
+
   const anisoscope::analysis::TorchExtractorOptions engine = options.extractor;
   const worker::ExtractorFactory factory = [engine](const std::string& dtype) {
     anisoscope::analysis::TorchExtractorOptions with_dtype = engine;
@@ -90,6 +119,7 @@ int main(int argc, char** argv) {
   }
   loop_options.guard.bounds = options.bounds;
   loop_options.guard.abandon_process = [] { std::_Exit(worker::kStepAbandonedExitCode); };
+  loop_options.remote_source = remote_source.get();
   worker::WorkerLoop loop(loop_options, stub.get(), &factory, &*own_files);
 
   std::atomic<bool> finished{false};  // the loop ended by itself (--max-units, --idle-exit)

@@ -42,12 +42,15 @@ int64_t DirectoryBytes(const fs::path& dir, const FileGate& files, int depth = 3
 }  // namespace
 
 UnitRunner::UnitRunner(const ExtractorFactory* factory, const FileGate* own_files,
-                       WorkClient* client, std::string worker_name, Guard guard)
+                       WorkClient* client, std::string worker_name, Guard guard,
+                       RemoteSource* remote)
     : factory_(factory),
       own_files_(own_files),
       client_(client),
       name_(std::move(worker_name)),
-      guard_(std::move(guard)) {
+      guard_(std::move(guard)),
+      remote_(remote) {
+  if (remote_ != nullptr) remote_steps_ = std::make_unique<RemoteSteps>(remote_, name_);
   if (guard_.abandon_process) {
     watchdog_ = std::make_unique<StepWatchdog>(
         guard_.bounds.step_timeout_seconds,
@@ -64,8 +67,9 @@ void UnitRunner::Run(const pb::WorkUnit& unit) {
   }
   auto keeper = std::make_unique<LeaseKeeper>(client_, unit);
   absl::StatusOr<std::optional<pb::CompleteWorkRequest>> upload;
+  Held held;  // the remote step's pin: dropped once its upload or failure has been sent
   try {
-    upload = RunSteps(unit, keeper.get());
+    upload = RunSteps(unit, keeper.get(), &held);
   } catch (const std::bad_alloc&) {  // a reader's allocation refused (--worker-memory-max)
     upload = absl::ResourceExhaustedError(
         absl::StrCat("checkpoint ", unit.checkpoint_path(), ": std::bad_alloc"));
@@ -75,10 +79,14 @@ void UnitRunner::Run(const pb::WorkUnit& unit) {
     spdlog::info("worker {}: job {} step {} ended by the server: {}", name_, unit.job_id(),
                  unit.step(), keeper->why());
   } else if (!upload.ok()) {
-    ReportFailure(unit, upload.status());
+    ReportFailure(unit, upload.status(), held.fetch_failed);
   } else if (upload->has_value()) {
-    StartUpload(unit, std::move(keeper), std::move(**upload));
+    StartUpload(unit, std::move(keeper), std::move(**upload), std::move(held.fetched));
   }
+}
+
+void UnitRunner::Idle() {
+  if (remote_steps_ != nullptr) remote_steps_->DropPrefetched();
 }
 
 void UnitRunner::Flush() {
@@ -86,14 +94,24 @@ void UnitRunner::Flush() {
 }
 
 absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
-    const pb::WorkUnit& unit, LeaseKeeper* keeper) {
-  ASSIGN_OR_RETURN(const FileGate files, GateOf(unit));
-  const fs::path dir = fs::path(unit.checkpoint_path()).lexically_normal();
+    const pb::WorkUnit& unit, LeaseKeeper* keeper, Held* held) {
+  fs::path dir = fs::path(unit.checkpoint_path()).lexically_normal();
+  if (unit.has_remote()) {
+    absl::StatusOr<fetch::FetchedStep> fetched = FetchRemote(unit, keeper);
+    if (!fetched.ok()) {
+      held->fetch_failed = true;
+      return fetched.status();
+    }
+    dir = fetched->folder;
+    held->fetched = *std::move(fetched);
+    if (keeper->ended()) return std::nullopt;
+  }
+  ASSIGN_OR_RETURN(const FileGate files, unit.has_remote() ? RemoteGateOf(unit) : GateOf(unit));
   const int64_t checkpoint_bytes = DirectoryBytes(dir, files);
   if (watchdog_ != nullptr) {
     watchdog_->Start(checkpoint_bytes);
   }
-  PrefetchNext(unit, files);
+  if (!unit.has_remote()) PrefetchNext(unit, files);
   ASSIGN_OR_RETURN(const analysis::ProbeSpec spec, ProbeSpecOf(unit.probe()));
   ASSIGN_OR_RETURN(analysis::Extractor * extractor, ExtractorFor(unit.options().dtype()));
   ASSIGN_OR_RETURN(const analysis::Probe probe, extractor->BuildProbe(dir, spec, files));
@@ -129,7 +147,37 @@ absl::StatusOr<std::optional<pb::CompleteWorkRequest>> UnitRunner::RunSteps(
   request.set_checkpoint_bytes(checkpoint_bytes);
   request.set_seconds(metrics->seconds);
   request.set_fingerprint(metrics->fingerprint);
+  if (held->fetched.has_value()) {
+    const fetch::FetchStats& stats = held->fetched->stats;
+    pb::FetchStats* fetch = request.mutable_fetch();
+    fetch->set_cache_hit(stats.cache_hit);
+    fetch->set_bytes_fetched(stats.bytes_fetched);
+    fetch->set_retries(stats.retries);
+    fetch->set_seconds(stats.seconds);
+  }
   return request;
+}
+
+absl::StatusOr<fetch::FetchedStep> UnitRunner::FetchRemote(const pb::WorkUnit& unit,
+                                                           LeaseKeeper* keeper) {
+  if (remote_steps_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker '", name_, "' cannot fetch remote steps (no sources configured)"));
+  }
+  const auto on_progress = [keeper](const fetch::FetchProgress& progress) {
+    pb::FetchProgress wire;
+    wire.set_bytes_done(progress.step_bytes);
+    wire.set_bytes_total(progress.step_size);
+    wire.set_bytes_per_second(progress.bytes_per_second);
+    wire.set_cache_bytes(
+        static_cast<int64_t>(progress.cache_bytes + progress.cache_reserved_bytes));
+    keeper->SetFetch(wire);
+  };
+  absl::StatusOr<fetch::FetchedStep> fetched = remote_steps_->Fetch(
+      unit, on_progress, [this, keeper] { return keeper->ended() || client_->stopped(); });
+  if (fetched.ok()) keeper->FlushProgress();  // the download's last figures before the forward
+  keeper->ClearFetch();
+  return fetched;
 }
 
 absl::StatusOr<FileGate> UnitRunner::GateOf(const pb::WorkUnit& unit) const {
@@ -145,6 +193,14 @@ absl::StatusOr<FileGate> UnitRunner::GateOf(const pb::WorkUnit& unit) const {
                      "': none of its namespace's roots lies within this worker's --allow-root"));
   }
   return files;
+}
+
+absl::StatusOr<FileGate> UnitRunner::RemoteGateOf(const pb::WorkUnit& unit) const {
+  ASSIGN_OR_RETURN(FileGate files, FileGate::Beneath({remote_->cache_dir()}));
+  if (!unit.probe().has_text()) return files;
+  // A text probe is read where the unit's namespace may read, as for a folder's unit.
+  ASSIGN_OR_RETURN(const FileGate roots, GateOf(unit));
+  return files.Union(roots);
 }
 
 absl::StatusOr<analysis::ProbeSpec> UnitRunner::ProbeSpecOf(const pb::UnitProbe& probe) const {
@@ -187,9 +243,12 @@ absl::StatusOr<analysis::Extractor*> UnitRunner::ExtractorFor(const std::string&
 }
 
 void UnitRunner::StartUpload(const pb::WorkUnit& unit, std::unique_ptr<LeaseKeeper> keeper,
-                             pb::CompleteWorkRequest request) {
+                             pb::CompleteWorkRequest request,
+                             std::optional<fetch::FetchedStep> fetched) {
   Flush();
-  upload_ = std::thread([this, unit, keeper = std::move(keeper), request = std::move(request)] {
+  // `fetched` (the pin) goes when the thread's function does: once Complete has returned.
+  upload_ = std::thread([this, unit, keeper = std::move(keeper), request = std::move(request),
+                         fetched = std::move(fetched)] {
     absl::StatusOr<pb::CompleteWorkResponse> response = client_->Complete(request, kReportPatience);
     if (!response.ok()) {
       // The server has ended the step itself (refused upload: failed; stale lease: someone
@@ -208,12 +267,22 @@ void UnitRunner::PrefetchNext(const pb::WorkUnit& unit, const FileGate& files) {
   prefetcher_.Start(fs::path(unit.next_checkpoint_path()).lexically_normal(), files);
 }
 
-void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& status) {
+void UnitRunner::ReportFailure(const pb::WorkUnit& unit, const absl::Status& status,
+                               bool from_fetch) {
   pb::FailWorkRequest request;
   request.set_lease_id(unit.lease_id());
   if (client_->stopped() && absl::IsCancelled(status)) {
     request.set_kind(pb::FailWorkRequest::KIND_RELEASED);
     request.set_error("the worker stopped");
+  } else if (from_fetch) {
+    // The fetcher's message names repo, revision and file; another try may fare better only
+    // where the network or the cache was the trouble.
+    const bool retryable = absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+                           absl::IsResourceExhausted(status);
+    request.set_kind(retryable ? pb::FailWorkRequest::KIND_RETRYABLE
+                               : pb::FailWorkRequest::KIND_FAILED);
+    request.set_error(retryable ? absl::StrCat("worker '", name_, "': ", status.message())
+                                : std::string(status.message()));
   } else if (guard_.bounds.memory_max_bytes > 0 && IsAllocationFailure(status)) {
     request.set_kind(pb::FailWorkRequest::KIND_FAILED);  // the same file would hit it again
     request.set_error(absl::StrCat("worker '", name_, "': ", MemoryBoundError(guard_.bounds, status)));

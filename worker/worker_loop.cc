@@ -15,7 +15,8 @@ WorkerLoop::WorkerLoop(const Options& options, pb::WorkerService::StubInterface*
                        const ExtractorFactory* factory, const FileGate* own_files)
     : options_(options),
       client_(stub, options.metadata),
-      runner_(factory, own_files, &client_, options.info.name(), options.guard) {}
+      runner_(factory, own_files, &client_, options.info.name(), options.guard,
+              options.remote_source) {}
 
 int WorkerLoop::Run() {
   int units = 0;
@@ -62,7 +63,10 @@ int WorkerLoop::Run() {
       continue;
     }
     failures = 0;
-    if (!response->has_unit()) continue;
+    if (!response->has_unit()) {
+      runner_.Idle();
+      continue;
+    }
     runner_.Run(response->unit());
     ++units;
     idle_since = absl::Now();

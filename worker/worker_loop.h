@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "anisoscope/v1/anisoscope.grpc.pb.h"
 #include "common/file_gate.h"
+#include "worker/remote_source.h"
 #include "worker/unit_runner.h"
 #include "worker/work_client.h"
 
@@ -33,6 +34,9 @@ class WorkerLoop {
     WorkClient::Metadata metadata;
     // The step's bounds and the process's end for a step that cannot be stopped.
     UnitRunner::Guard guard;
+    // Fetches remote units (the process's one; not owned, outlives the loop); null: a remote
+    // unit fails.
+    RemoteSource* remote_source = nullptr;
   };
 
   // None is owned; all outlive the loop.

@@ -14,6 +14,7 @@
 #include "common/host_port.h"
 #include "common/version.h"
 #include "worker/extractor_flags.h"
+#include "worker/source_flags.h"
 
 namespace anisoscope::worker {
 namespace {
@@ -54,6 +55,7 @@ ParsedWorkerFlags ParseWorkerFlags(int argc, const char* const* argv) {
       ->take_all();
   AddExtractorFlags(app, options.extractor, /*with_dtype=*/false);
   AddStepBoundFlags(app, options.bounds);
+  AddSourceFlags(app, options.sources);
   app.add_option("--name", options.name, "this worker's name in job status (default HOST-PID)");
   app.add_option("--max-units", options.max_units,
                  "exit 0 after this many checkpoints; 0: no limit")

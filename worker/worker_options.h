@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/extractor/extractor.h"
+#include "worker/source_flags.h"
 #include "worker/step_bounds.h"
 
 namespace anisoscope::worker {
@@ -25,6 +26,9 @@ struct WorkerOptions {
   analysis::TorchExtractorOptions extractor;
   // --step-timeout, --worker-memory-max.
   StepBounds bounds;
+  // --hub-endpoint, --hub-token-file, --s3-endpoint, --s3-region, --cache-dir,
+  // --cache-max-bytes: where remote steps come from and the node's cache they land in.
+  SourceOptions sources;
   // --name: shown in job status; default HOSTNAME-PID.
   std::string name;
   // --max-units: exit 0 after this many units; 0: no limit.

@@ -3,7 +3,8 @@
 # needs on a GPU machine that has CUDA, CMake, ninja and PyTorch 2.x but none of our Debian
 # libraries, into .gpu/ (git-ignored, about 25 MiB; copy it beside the checkout there):
 #   .gpu/deps.tar.xz         the files of our build dependencies' Debian packages (gRPC,
-#                            protobuf, Abseil, spdlog, CLI11, SQLite, GoogleTest, ICU, ...),
+#                            protobuf, Abseil, spdlog, CLI11, SQLite, GoogleTest, ICU, libcurl
+#                            and the libraries it loads, pugixml, ...),
 #                            unpacked, without docs and unneeded static libraries
 #   .gpu/shared-data.tar.xz  ../shared/data (tokenizers and corpora for the fixtures)
 set -euo pipefail
@@ -17,7 +18,9 @@ PACKAGES=(
   libsqlite3-dev libsqlite3-0 libgtest-dev libgmock-dev libre2-dev libre2-9
   libc-ares-dev libc-ares2 libssl-dev libssl3 zlib1g-dev zlib1g libicu-dev libicu72
   libbrotli1 libbrotli-dev pkgconf pkgconf-bin libpkgconf3 libxxhash-dev libxxhash0
-  libonig-dev libonig5 libsentencepiece-dev libsentencepiece0)
+  libonig-dev libonig5 libsentencepiece-dev libsentencepiece0
+  libcurl4-openssl-dev libcurl4 libnghttp2-14 librtmp1 libssh2-1 libpsl5
+  libpugixml-dev libpugixml1v5)
 
 [ -d "$SHARED" ] || { echo "pack.sh: $SHARED is missing (set ANISOSCOPE_SHARED_DATA)" >&2; exit 1; }
 tmp=$(mktemp -d)

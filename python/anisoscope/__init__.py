@@ -9,9 +9,9 @@ followed.
 from anisoscope.client import Client
 from anisoscope.errors import Error, JobFailedError
 from anisoscope.frames import Vectors, layer_means, wide
-from anisoscope.records import Checkpoint, Job, Probe, ProbeSpec, Run
+from anisoscope.records import Checkpoint, Job, Origin, Probe, ProbeSpec, Run
 
 __version__ = "0.1.0"
 
-__all__ = ["Checkpoint", "Client", "Error", "Job", "JobFailedError", "Probe", "ProbeSpec",
-           "Run", "Vectors", "layer_means", "wide"]
+__all__ = ["Checkpoint", "Client", "Error", "Job", "JobFailedError", "Origin", "Probe",
+           "ProbeSpec", "Run", "Vectors", "layer_means", "wide"]

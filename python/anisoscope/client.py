@@ -7,9 +7,10 @@ import grpc
 from anisoscope import frames
 from anisoscope._wire import pb, pb_grpc
 from anisoscope.errors import Error, JobFailedError
-from anisoscope.jobs import submit_request
+from anisoscope.jobs import absolute_path, submit_request
 from anisoscope.progress import progress_display
 from anisoscope.records import Job, Run, enum_word
+from anisoscope.sources import audit_frame, checkpoint_source
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 
@@ -276,13 +277,22 @@ class Client:
     def submit(self, run, *, checkpoints_dir=None, checkpoints=None, probe_tokens=None,
                probe_text=None, probe_mode=None, samples=None, seq_len=None, force=False,
                follow=False, until_step=None, token_samples=None, hf_cache=None,
-               dedupe=False, metrics=None):
+               dedupe=False, metrics=None, hub=None, hub_repos=None, s3=None, revisions=None,
+               glob=None, revision=None):
         """Queues a job analysing checkpoints of `run` with a probe; returns its Job.
 
         checkpoints_dir: a directory whose subdirectories are the steps; or
         hf_cache: a Hugging Face cache repository (hub/models--ORG--NAME) whose refs
             (revisions such as "step1000") name the steps; or
-        checkpoints: {step: path} or (step, path) pairs.
+        checkpoints: {step: path} or (step, path) pairs; or a series where it lives,
+            listed by the server (its endpoints, within its --allow-source) and fetched by
+            the worker that computes each step (docs/sources.md):
+        hub: "ORG/NAME", a Hub repo: every branch whose name carries a step; or
+        hub_repos: "ORG/NAME{}", a repo per step, "{}" standing for the step's part
+            ("google/multiberts-seed_0-step_{}k"), each at `revision` (None: "main"); or
+        s3: "s3://BUCKET/PREFIX/", one folder per step under the prefix.
+        revisions: only these branches, folders or "{}" values (a list, or "a,b");
+        glob: only the names that match this fnmatch pattern.
         probe_tokens: JSON lines of token ids, used verbatim; or
         probe_text: text tokenized with each checkpoint's own tokenizer, cut into
             probe_mode "windows" (default) or "lines".
@@ -299,7 +309,8 @@ class Client:
             duplicate_of.
         follow: keep watching checkpoints_dir: each new step directory joins the job once
             it is whole, until step until_step (when given) is analysed or the job is
-            cancelled (a run being trained; see `anisoscope follow`).
+            cancelled (a run being trained; see `anisoscope follow`); on a remote source,
+            the server polls its refs or prefix instead.
         Relative paths are made absolute against the current directory; the server reads
         them and refuses paths outside its allowed roots (PERMISSION_DENIED).
         """
@@ -308,8 +319,35 @@ class Client:
                                  probe_mode=probe_mode, samples=samples, seq_len=seq_len,
                                  force=force, follow=follow, until_step=until_step,
                                  token_samples=token_samples, hf_cache=hf_cache,
-                                 dedupe=dedupe, metrics=metrics)
+                                 dedupe=dedupe, metrics=metrics, hub=hub, hub_repos=hub_repos,
+                                 s3=s3, revisions=revisions, glob=glob, revision=revision)
         return Job.from_proto(self._call(self._jobs.SubmitJob, request))
+
+    def audit(self, *, hub=None, hub_repos=None, s3=None, checkpoints_dir=None, revisions=None,
+              glob=None, revision=None):
+        """Lists a series before anything is computed on it, reading no weight byte: a
+        DataFrame with one row per step, ascending (anisoscope.sources.AUDIT_COLUMNS: step,
+        name, revision, commit, files, size_bytes, duplicate_of).
+
+        Exactly one of hub, hub_repos, s3 (as for submit(), narrowed by revisions, glob and
+        revision) or checkpoints_dir (a folder on the server, within its allowed roots).
+        duplicate_of (Int64, <NA> for none) names an earlier step whose weights are the
+        same bytes, from the listing's hashes (none for a folder). frame.attrs holds source
+        (what was listed), problems (a list of {"name", "step", "reason"}: missing or
+        unreadable steps), without_step (names that carry no step), requests and seconds.
+        Needs a writer's token, as submit() does.
+        """
+        source = checkpoint_source("audit", hub=hub, hub_repos=hub_repos, s3=s3,
+                                   revisions=revisions, glob=glob, revision=revision,
+                                   others=(("checkpoints_dir", checkpoints_dir),))
+        if source is None and checkpoints_dir is None:
+            raise ValueError("audit: give one of checkpoints_dir, hub, hub_repos, s3")
+        request = pb.AuditSourceRequest()
+        if source is not None:
+            request.source.CopyFrom(source)
+        else:
+            request.checkpoints_dir = absolute_path(checkpoints_dir)
+        return audit_frame(self._call(self._jobs.AuditSource, request))
 
     def wait(self, job, *, progress=None, timeout=None):
         """Follows a job (a Job or its id) until it ends and returns the final Job.

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from anisoscope._wire import pb
+from anisoscope.sources import checkpoint_source
 
 PROBE_MODES = {"windows": pb.PROBE_MODE_WINDOWS, "lines": pb.PROBE_MODE_LINES}
 
@@ -40,11 +41,17 @@ def add_checkpoints(request, checkpoints):
 
 def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_text, probe_mode,
                    samples, seq_len, force, follow=False, until_step=None,
-                   token_samples=None, hf_cache=None, dedupe=False, metrics=None):
+                   token_samples=None, hf_cache=None, dedupe=False, metrics=None, hub=None,
+                   hub_repos=None, s3=None, revisions=None, glob=None, revision=None):
     """The SubmitJobRequest of Client.submit; ValueError names the argument at fault where
     the request cannot be built."""
+    command = "follow" if follow else "submit"
     if checkpoints_dir is not None and hf_cache is not None:
-        raise ValueError("submit: give one of checkpoints_dir, hf_cache, checkpoints")
+        raise ValueError(f"{command}: give one of checkpoints_dir, hf_cache, checkpoints")
+    source = checkpoint_source(
+        command, hub=hub, hub_repos=hub_repos, s3=s3, revisions=revisions, glob=glob,
+        revision=revision, others=(("checkpoints_dir", checkpoints_dir), ("hf_cache", hf_cache),
+                                   ("checkpoints", checkpoints)))
     if hf_cache is not None:
         checkpoints_dir = hf_cache
     if probe_tokens is not None and probe_text is not None:
@@ -60,6 +67,8 @@ def submit_request(run, *, checkpoints_dir, checkpoints, probe_tokens, probe_tex
         request.checkpoints_dir = absolute_path(checkpoints_dir)
     if checkpoints is not None:
         add_checkpoints(request, checkpoints)
+    if source is not None:
+        request.source.CopyFrom(source)
     if probe_tokens is None and probe_text is None:
         return request  # the server says what is missing
     probe = request.probe

@@ -6,6 +6,7 @@ import sys
 
 from anisoscope._wire import pb
 from anisoscope.records import enum_word, final_values
+from anisoscope.sources import describe_fetch
 
 FINAL_STEP_STATES = final_values(pb.StepState)
 
@@ -87,8 +88,9 @@ class Lines(Display):
 
 
 class Bar(Display):
-    """A tqdm bar over the job's checkpoints, the running step and batch as its postfix,
-    failed checkpoints written above it."""
+    """A tqdm bar over the job's checkpoints, the running step and batch (or a remote
+    step's download: bytes/s and the worker's cache) as its postfix, failed checkpoints
+    written above it."""
 
     def __init__(self, tqdm):
         super().__init__()
@@ -112,7 +114,10 @@ class Bar(Display):
                 self.write(f"step {checkpoint.step} {describe(checkpoint)}")
         if event.kind == pb.JobEvent.KIND_ALARM:
             self.write(describe_alarm(event.alarm))
-        if event.kind in (pb.JobEvent.KIND_STEP_STARTED, pb.JobEvent.KIND_STEP_PROGRESS):
+        if event.kind == pb.JobEvent.KIND_STEP_FETCHING:
+            self._bar.set_postfix_str(f"step {event.checkpoint.step} {describe_fetch(event.fetch)}",
+                                      refresh=False)
+        elif event.kind in (pb.JobEvent.KIND_STEP_STARTED, pb.JobEvent.KIND_STEP_PROGRESS):
             batches = (f" batch {event.batches_done}/{event.batches_total}"
                        if event.batches_total else "")
             self._bar.set_postfix_str(f"step {event.checkpoint.step}{batches}", refresh=False)

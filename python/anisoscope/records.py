@@ -52,13 +52,25 @@ class Run:
     namespace: str
     # {step: earlier step with the same weights}: steps a suite served under a second name.
     duplicates: Dict[int, int] = field(default_factory=dict)
+    # {step: Origin}: where each step read from a remote source came from.
+    origins: Dict[int, "Origin"] = field(default_factory=dict)
 
     @classmethod
     def from_proto(cls, run):
         return cls(run.name, run.model_family, run.num_layers, run.num_heads, run.head_dim,
                    [Probe(p.id, p.description, p.num_samples, p.num_tokens) for p in run.probes],
                    list(run.steps), run.created_at, run.namespace,
-                   {d.step: d.duplicate_of for d in run.duplicates})
+                   {d.step: d.duplicate_of for d in run.duplicates},
+                   {o.step: Origin(o.source, o.revision, o.commit) for o in run.origins})
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a stored step was read from: source "hub:ORG/NAME" or "s3://BUCKET", the
+    branch (Hub) or folder prefix (S3), and the Hub commit (empty on S3)."""
+    source: str
+    revision: str
+    commit: str
 
 
 @dataclass(frozen=True)
@@ -92,12 +104,14 @@ class Checkpoint:
     worker: str
     fingerprint: str = ""  # of the weight files, once analysed ("xxh3-128:…")
     duplicate_of: Optional[int] = None  # an earlier step of the run with the same weights
+    revision: str = ""  # a remote step's branch or folder prefix ("" for a folder's)
+    commit: str = ""  # the Hub commit a remote step was listed at
 
     @classmethod
     def from_proto(cls, c):
         return cls(c.step, c.path, c.size_bytes, enum_word(pb.StepState, c.state, "STEP_STATE_"),
                    c.error, c.probe_id, c.seconds, c.attempt, c.worker, c.fingerprint,
-                   c.duplicate_of if c.HasField("duplicate_of") else None)
+                   c.duplicate_of if c.HasField("duplicate_of") else None, c.revision, c.commit)
 
 
 @dataclass(frozen=True)
@@ -118,6 +132,9 @@ class Job:
     follow: bool = False  # watching its checkpoints directory for new steps
     until_step: Optional[int] = None  # with follow: the job ends after this step
     dedupe: bool = False  # steps with an earlier step's weights are skipped
+    # A remote series (None for a folder): {"hub"|"hub_repos"|"s3": ..., "revisions": [...],
+    # "glob": ..., "revision": ...}, as submitted.
+    source: Optional[dict] = None
 
     @property
     def finished(self):
@@ -137,4 +154,13 @@ class Job:
                    [Checkpoint.from_proto(c) for c in job.checkpoints], job.error,
                    job.created_at, job.updated_at, job.steps_total, job.steps_finished,
                    job.namespace, job.follow,
-                   job.until_step if job.HasField("until_step") else None, job.dedupe)
+                   job.until_step if job.HasField("until_step") else None, job.dedupe,
+                   source_dict(job.source) if job.HasField("source") else None)
+
+
+def source_dict(source):
+    """A CheckpointSource as a plain dict: its kind's field, revisions, glob, revision."""
+    kind = source.WhichOneof("kind")
+    return {kind or "none": getattr(source, kind) if kind else "",
+            "revisions": list(source.revisions), "glob": source.glob,
+            "revision": source.revision}

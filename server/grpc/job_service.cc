@@ -143,6 +143,14 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
   return Respond(context, job.status());
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::AuditSource(grpc::CallbackServerContext* context,
+                                                      const pb::AuditSourceRequest* request,
+                                                      pb::AuditSourceResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*access_, *context, Action::kWrite);
+  if (!caller.ok()) return Respond(context, caller.status());
+  return Respond(context, audit_->Audit(*request, caller->ns, caller->name), response);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const pb::GetJobRequest* request,
                                                  pb::Job* response) {

@@ -1,11 +1,12 @@
 // JobService adapter: validates requests, calls the JobRunner, maps the status.
 //
 // Callback API; handlers never wait for extraction (they do short store and file-system
-// reads). WatchJob streams through a write reactor that queues events (bounded: a reader
+// reads; AuditSource lists a remote series, bounded by the lister's ListingBounds and
+// timeouts). WatchJob streams through a write reactor that queues events (bounded: a reader
 // that falls behind gets the job's latest state) and writes them one at a time; streams are
 // bounded in all, per caller and per namespace (server/jobs/watch_streams.h). Every call is
-// authorized first (reads: kRead; submit and cancel: kWrite) and acts in its caller's
-// namespace. `runner`, `policy`, `store` and `access` are not owned
+// authorized first (reads: kRead; submit, cancel and audit: kWrite) and acts in its caller's
+// namespace. `runner`, `submission`, `audit` and `access` are not owned
 // and outlive the grpc::Server.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "server/auth/access_control.h"
 #include "server/jobs/job_runner.h"
 #include "server/jobs/job_submission.h"
+#include "server/jobs/source_audit.h"
 #include "server/jobs/watch_streams.h"
 #include "server/wire/request_limits.h"
 
@@ -23,9 +25,13 @@ namespace anisoscope::server {
 class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackService {
  public:
   // None owned; each must outlive the service.
-  JobServiceImpl(JobRunner* runner, const JobSubmission* submission, AccessControl* access,
-                 const RequestLimits& limits)
-      : runner_(runner), submission_(submission), access_(access), watch_slots_(limits) {}
+  JobServiceImpl(JobRunner* runner, const JobSubmission* submission, const SourceAudit* audit,
+                 AccessControl* access, const RequestLimits& limits)
+      : runner_(runner),
+        submission_(submission),
+        audit_(audit),
+        access_(access),
+        watch_slots_(limits) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const ::anisoscope::v1::SubmitJobRequest* request,
@@ -42,10 +48,14 @@ class JobServiceImpl final : public ::anisoscope::v1::JobService::CallbackServic
   grpc::ServerWriteReactor<::anisoscope::v1::JobEvent>* WatchJob(
       grpc::CallbackServerContext* context,
       const ::anisoscope::v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* AuditSource(grpc::CallbackServerContext* context,
+                                        const ::anisoscope::v1::AuditSourceRequest* request,
+                                        ::anisoscope::v1::AuditSourceResponse* response) override;
 
  private:
   JobRunner* const runner_;
   const JobSubmission* const submission_;
+  const SourceAudit* const audit_;
   AccessControl* const access_;
   WatchSlots watch_slots_;  // WatchJob streams open now
 };

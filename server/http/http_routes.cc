@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "anisoscope/v1/anisoscope.pb.h"
 #include "common/status_macros.h"
+#include "server/http/audit_params.h"
 #include "server/http/encoded_response.h"
 #include "server/http/http_json.h"
 #include "server/http/query_params.h"
@@ -40,7 +41,8 @@ void WriteError(const absl::Status& status, httplib::Response& res) {
 // The caller of an API request: its Authorization header and `namespace` parameter (taken
 // out of `params`).
 absl::StatusOr<Principal> AuthorizeRequest(AccessControl& access, const httplib::Request& req,
-                                           std::multimap<std::string, std::string>* params) {
+                                           std::multimap<std::string, std::string>* params,
+                                           Action action = Action::kRead) {
   Credentials credentials;
   credentials.authorization = req.get_header_value("Authorization");
   const auto [first, last] = params->equal_range(kNamespaceParam);
@@ -50,7 +52,7 @@ absl::StatusOr<Principal> AuthorizeRequest(AccessControl& access, const httplib:
   }
   if (first != last) credentials.ns = first->second;
   params->erase(kNamespaceParam);
-  return access.Authorize(credentials, Action::kRead);
+  return access.Authorize(credentials, action);
 }
 
 // Sends `encoded`: 304 when the client's copy (If-None-Match) is current, gzipped when the
@@ -72,6 +74,18 @@ void WriteEncoded(const EncodedResponse& encoded, const httplib::Request& req,
   }
 }
 
+// The request of a route from its query parameters: AuditSourceRequest's source from its own
+// parameters (audit_params.h), every other request field by field (query_params.h).
+template <typename Request>
+absl::Status RequestFromParams(const std::multimap<std::string, std::string>& params,
+                               Request* request) {
+  if constexpr (std::is_same_v<Request, ::anisoscope::v1::AuditSourceRequest>) {
+    return AuditRequestFromParams(params, request);
+  } else {
+    return MessageFromParams(params, request);
+  }
+}
+
 template <typename Response>
 std::string ResponseJson(const Response& response) {
   if constexpr (std::is_same_v<Response, ::anisoscope::v1::QuerySeriesResponse>) {
@@ -89,16 +103,17 @@ template <typename Request, typename Response>
 httplib::Server::Handler ApiHandler(
     const RouteContext& context, Freshness freshness,
     std::function<absl::StatusOr<Response>(const std::string& ns, const Request&)> core,
-    const std::string& path_field = "") {
-  return [context, freshness, core = std::move(core), path_field](const httplib::Request& req,
-                                                                  httplib::Response& res) {
+    const std::string& path_field = "", Action action = Action::kRead) {
+  return [context, freshness, core = std::move(core), path_field, action](
+             const httplib::Request& req, httplib::Response& res) {
     std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-    const absl::StatusOr<Principal> caller = AuthorizeRequest(*context.access, req, &params);
+    const absl::StatusOr<Principal> caller =
+        AuthorizeRequest(*context.access, req, &params, action);
     if (!caller.ok()) return WriteError(caller.status(), res);
     // The answer to the parameters as given: parsed into the request, then the core.
     const auto body = [&]() -> absl::StatusOr<std::string> {
       Request request;
-      RETURN_IF_ERROR(MessageFromParams(params, &request));
+      RETURN_IF_ERROR(RequestFromParams(params, &request));
       if (!path_field.empty()) {
         RETURN_IF_ERROR(MessageFromParams({{path_field, req.matches[1].str()}}, &request));
       }
@@ -237,6 +252,18 @@ std::vector<ApiRoute> ApiRoutes(const RouteContext& context) {
              return queries::GetJob(*runner, ns, r);
            },
            "id")},
+      {"/api/v1/audit", "/api/v1/audit?checkpoints_dir=/data/r",
+       ApiHandler<AuditSourceRequest, AuditSourceResponse>(
+           context, kLive,
+           [audit = context.audit](const string& ns, const AuditSourceRequest& r)
+               -> absl::StatusOr<AuditSourceResponse> {
+             if (audit == nullptr) {
+               return absl::UnimplementedError("this server audits no series over HTTP");
+             }
+             return audit->Audit(r, ns, "http");
+           },
+           "", Action::kWrite),
+       Action::kWrite},
   };
 }
 

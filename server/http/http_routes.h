@@ -1,5 +1,5 @@
 // The HTTP API's route table, as HttpServer installs it: the /api/v1 GET routes over the
-// query core and the job runner, /metrics, a 404 for other /api paths, and the dashboard's
+// query core, the job runner and the audit of a series, /metrics, a 404 for other /api paths, and the dashboard's
 // files (static_files.h) for every other path. Each API handler authorizes its caller
 // first and answers JSON (http_json.h); handlers run on httplib's threads, may be called
 // concurrently, and block on the store and the runner. The table holds no state of its
@@ -15,6 +15,7 @@
 #include "server/http/http_thread_pool.h"
 #include "server/http/response_cache.h"
 #include "server/jobs/job_runner.h"
+#include "server/jobs/source_audit.h"
 #include "server/monitoring/service_metrics.h"
 #include "server/wire/request_limits.h"
 #include "storage/metrics_store.h"
@@ -40,6 +41,8 @@ struct RouteContext {
   const PoolGauge* pool = nullptr;  // the HTTP threads, for /metrics; may be null
   // More /metrics text for the caller's namespace; may be unset.
   std::function<std::string(const std::string& ns)> namespace_metrics;
+  // The audit of a series (GET /api/v1/audit); null: the route answers UNIMPLEMENTED.
+  const SourceAudit* audit = nullptr;
 };
 
 // Where a route's answers come from: kStore, the store alone (kept in the ResponseCache
@@ -47,12 +50,15 @@ struct RouteContext {
 // anew for each request). Either way answers carry an ETag and are gzipped on request.
 enum class Freshness { kStore, kLive };
 
-// One GET route of the API. Every handler authorizes its caller (Action::kRead: the
+// One GET route of the API. Every handler authorizes its caller for `action` (the
 // Authorization header, the `namespace` parameter) before anything else.
 struct ApiRoute {
   std::string path;     // as docs/openapi.yaml names it, e.g. "/api/v1/jobs/{id}"
   std::string example;  // a path (and query) it serves, for tests over every route
   std::function<void(const httplib::Request&, httplib::Response&)> handler;
+  // kRead for the queries; kWrite for the audit of a series, which makes the server list it
+  // (as the gRPC JobService.AuditSource).
+  Action action = Action::kRead;
 };
 // The /api/v1 routes, in the one table InstallRoutes installs.
 std::vector<ApiRoute> ApiRoutes(const RouteContext& context);

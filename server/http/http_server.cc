@@ -163,7 +163,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const Options& op
   server->cache_ = std::make_unique<ResponseCache>(options.cache_bytes);
   InstallRoutes(&http,
                 {store, runner, access, server->cache_.get(), options.limits,
-                 server->pool_gauge_.get(), options.namespace_metrics},
+                 server->pool_gauge_.get(), options.namespace_metrics, options.audit},
                 metrics, options.web_dir);
 
   if (port == 0) {

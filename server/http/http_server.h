@@ -22,7 +22,8 @@
 // and a bound on its request's head (http_connection.h); at most `max_queued` connections
 // waiting for a thread, more answered 503.
 //
-// Thread-safe. Handlers run on the server's own threads and block on store reads only.
+// Thread-safe. Handlers run on the server's own threads and block on store reads (the
+// audit of a series also on its listing).
 // `store`, `runner` and `access` are not owned and must outlive the HttpServer.
 #pragma once
 
@@ -37,6 +38,7 @@
 #include "server/http/http_thread_pool.h"
 #include "server/http/response_cache.h"
 #include "server/jobs/job_runner.h"
+#include "server/jobs/source_audit.h"
 #include "server/monitoring/service_metrics.h"
 #include "server/wire/request_limits.h"
 #include "storage/metrics_store.h"
@@ -75,6 +77,9 @@ class HttpServer {
     // More Prometheus text for /metrics, given the caller's namespace (the alarms' run
     // gauges, server/alarms/alarm_monitor.h). May be unset.
     std::function<std::string(const std::string& ns)> namespace_metrics;
+    // The audit of a series, GET /api/v1/audit (writers; not owned, outlives the server).
+    // Null: the route answers UNIMPLEMENTED.
+    const SourceAudit* audit = nullptr;
   };
 
   // Binds and starts serving. INVALID_ARGUMENT for a listen address that is not

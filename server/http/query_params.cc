@@ -47,6 +47,16 @@ absl::Status MessageFromParams(const std::multimap<std::string, std::string>& pa
       return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' is given twice"));
     }
     if (value.empty()) continue;
+    // One of a oneof: a second would silently replace the first.
+    if (const protobuf::OneofDescriptor* oneof = field->containing_oneof();
+        oneof != nullptr && !oneof->is_synthetic()) {
+      if (const protobuf::FieldDescriptor* set =
+              message->GetReflection()->GetOneofFieldDescriptor(*message, oneof);
+          set != nullptr && set != field) {
+        return absl::InvalidArgumentError(absl::StrCat("parameters '", set->name(), "' and '",
+                                                       field->name(), "' exclude each other"));
+      }
+    }
     std::string literal = JsonQuote(value);
     if (field->cpp_type() == protobuf::FieldDescriptor::CPPTYPE_BOOL) {
       if (value != "true" && value != "false") {

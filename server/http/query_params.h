@@ -15,7 +15,7 @@ namespace anisoscope::server {
 // Sets the fields of `message` from query parameters through the proto JSON mapping
 // (names snake_case or lowerCamelCase; values as in JSON, numbers given as text). An
 // empty value counts as absent. INVALID_ARGUMENT naming the parameter for an unknown name,
-// a repeated name or a bad value.
+// a repeated name, two fields of one oneof or a bad value.
 absl::Status MessageFromParams(const std::multimap<std::string, std::string>& params,
                                google::protobuf::Message* message);
 

@@ -1,5 +1,6 @@
 // CheckpointCounter: the service's count of stored checkpoints (family, device, seconds in
-// /metrics), kept as a StepObserver of the job runner. Thread-safe.
+// /metrics) and of what fetching the remote ones cost, kept as a StepObserver of the job
+// runner. Thread-safe.
 #pragma once
 
 #include "server/jobs/step_observer.h"
@@ -14,6 +15,10 @@ class CheckpointCounter final : public StepObserver {
 
   void StepStored(const StoredStep& step, JobNotices& /*notices*/) override {
     metrics_->RecordCheckpoint(step.model_family, step.device, step.seconds);
+    if (step.fetch != nullptr) {
+      metrics_->RecordFetch({step.fetch->cache_hit(), step.fetch->bytes_fetched(),
+                             step.fetch->retries(), step.fetch->seconds()});
+    }
   }
 
  private:

@@ -3,12 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "analysis/checkpoint/fingerprint.h"
+#include "common/message_limits.h"
 #include "common/random_id.h"
+#include "server/jobs/source_steps.h"
 #include "server/wire/proto_convert.h"
 
 namespace anisoscope::server {
@@ -106,16 +109,26 @@ absl::StatusOr<bool> JobRegistry::AddFollowed(int64_t id,
   if (found.empty()) return false;
   absl::StatusOr<std::string> updated_at = store_->AddJobCheckpoints(id, found);
   if (!updated_at.ok()) return updated_at.status();
+  bool any_final = false;  // a listed duplicate (skipped) or unusable step (failed)
   for (const storage::CheckpointSpec& spec : found) {
     storage::JobCheckpoint& checkpoint = job->record.checkpoints.emplace_back();
     checkpoint.step = spec.step;
     checkpoint.path = spec.path;
+    checkpoint.remote = spec.remote;
+    checkpoint.revision = spec.revision;
+    checkpoint.commit = spec.commit;
+    checkpoint.state = spec.state;  // a listed duplicate comes skipped
+    checkpoint.error = spec.error;
+    checkpoint.duplicate_of = spec.duplicate_of;
     const size_t index = job->record.checkpoints.size() - 1;
-    pending_.insert({id, index});
+    if (checkpoint.state == StepState::kPending) pending_.insert({id, index});
+    any_final = any_final || checkpoint.state != StepState::kPending;
     spdlog::info("job {} follows {}: step {} added", id, job->record.spec.follow_dir, spec.step);
     PublishStep(job, index, pb::JobEvent::KIND_STEP_ADDED, 0, 0);
   }
   job->record.updated_at = *std::move(updated_at);
+  // Nothing else ends a job whose last added step (at until_step) came already final.
+  if (any_final) MaybeFinish(id);  // may free `job`
   return true;
 }
 
@@ -128,6 +141,8 @@ std::vector<JobRegistry::FollowedJob> JobRegistry::FollowedJobs() const {
     entry.ns = job->record.spec.ns;
     entry.dir = job->record.spec.follow_dir;
     entry.until_step = job->record.spec.until_step;
+    entry.source = job->record.spec.source;
+    entry.dedupe = job->record.spec.dedupe;
     for (const storage::JobCheckpoint& checkpoint : job->record.checkpoints) {
       entry.known_steps.insert(checkpoint.step);
     }
@@ -195,17 +210,76 @@ JobRegistry::Grant JobRegistry::Reserve(StepKey key, const Grantee& grantee) {
   unit->set_run(job->record.spec.run);
   unit->set_step(checkpoint.step);
   unit->set_checkpoint_path(checkpoint.path);
+  // A remote step: the worker fetches it into its cache (whose folder is then its root for the
+  // unit) from its own endpoints; the path only names it. The namespace's roots are sent all
+  // the same (a unit without roots is refused), read by the worker only for folders. A step
+  // whose descriptor does not parse is failed before (FailIfDamaged): cleared here is never.
+  if (!checkpoint.remote.empty() && !unit->mutable_remote()->ParseFromString(checkpoint.remote)) {
+    unit->clear_remote();
+  }
   *unit->mutable_probe() = *job->probe;
   unit->mutable_options()->set_dtype(options_.dtype);
   unit->set_heartbeat_interval_ms(
       static_cast<int32_t>(absl::ToInt64Milliseconds(options_.lease_timeout / 4)));
   unit->set_attempt(checkpoint.attempt);
-  if (auto next = pending_.lower_bound({key.first, 0});
-      next != pending_.end() && next->first == key.first) {
-    unit->set_next_checkpoint_path(job->record.checkpoints[next->second].path);
-  }
   for (const std::string& root : job->roots) unit->add_allowed_roots(root);
+  AddReadAhead(*job, key, unit);
   return grant;
+}
+
+void JobRegistry::AddReadAhead(const ActiveJob& job, StepKey key, pb::WorkUnit* unit) const {
+  const auto next = pending_.lower_bound({key.first, 0});
+  if (next == pending_.end() || next->first != key.first) return;
+  const storage::JobCheckpoint& upcoming = job.record.checkpoints[next->second];
+  if (upcoming.remote.empty()) {
+    unit->set_next_checkpoint_path(upcoming.path);
+    return;
+  }
+  pb::RemoteCheckpoint remote;
+  if (!remote.ParseFromString(upcoming.remote)) return;  // its own lease fails it
+  // Read-ahead only: left out rather than let the unit near the message bound.
+  if (unit->ByteSizeLong() + remote.ByteSizeLong() > size_t{kMaxMessageBytes} / 2) return;
+  *unit->mutable_next_remote() = std::move(remote);
+}
+
+bool JobRegistry::FailIfDamaged(StepKey key) {
+  ActiveJob* job = active_.at(key.first).get();
+  storage::JobCheckpoint& checkpoint = job->record.checkpoints[key.second];
+  pb::RemoteCheckpoint remote;
+  if (checkpoint.remote.empty() || remote.ParseFromString(checkpoint.remote)) return false;
+  pending_.erase(key);
+  checkpoint.state = StepState::kFailed;
+  checkpoint.error =
+      absl::StrCat("stored remote descriptor of step ", checkpoint.step, " is damaged");
+  spdlog::error("job {} step {}: {}", key.first, checkpoint.step, checkpoint.error);
+  SaveCheckpoint(job, key.second).IgnoreError();  // logged
+  PublishStep(job, key.second, pb::JobEvent::KIND_STEP_FINISHED, 0, 0);
+  RequeueListedDuplicatesOf(job, checkpoint.step);
+  MaybeFinish(key.first);
+  return true;
+}
+
+bool JobRegistry::RequeueListedDuplicatesOf(ActiveJob* job, int64_t step) {
+  if (job->cancel_requested) return false;
+  bool requeued = false;
+  const std::string reason = ListedDuplicateReason(step);
+  for (size_t i = 0; i < job->record.checkpoints.size(); ++i) {
+    storage::JobCheckpoint& checkpoint = job->record.checkpoints[i];
+    if (checkpoint.state != StepState::kSkipped || checkpoint.duplicate_of != step ||
+        checkpoint.error != reason) {
+      continue;
+    }
+    checkpoint.state = StepState::kPending;
+    checkpoint.duplicate_of = -1;
+    checkpoint.error.clear();
+    spdlog::info("job {} step {} back to pending: step {}, whose weights it shares, failed",
+                 job->record.id, checkpoint.step, step);
+    SaveCheckpoint(job, i).IgnoreError();  // logged
+    pending_.insert({job->record.id, i});
+    PublishStep(job, i, pb::JobEvent::KIND_STEP_ADDED, 0, 0);
+    requeued = true;
+  }
+  return requeued;
 }
 
 absl::StatusOr<bool> JobRegistry::GrantStored(Grant& grant,
@@ -269,6 +343,9 @@ absl::StatusOr<LeaseEntry*> JobRegistry::FindLease(const std::string& lease_id,
 }
 
 void JobRegistry::Extend(LeaseEntry* lease, int batches_done, int batches_total) {
+  if (batches_total > 0) {  // the forward has begun: the download is over
+    active_.at(lease->key.first)->record.checkpoints[lease->key.second].fetch.reset();
+  }
   if (batches_total > 0 && batches_done != lease->batches_done) {
     lease->batches_done = batches_done;
     PublishStep(active_.at(lease->key.first).get(), lease->key.second,
@@ -287,6 +364,7 @@ bool JobRegistry::EndLease(const std::string& lease_id, StepState state, const s
   checkpoint.lease_id.clear();
   checkpoint.lease_local = false;
   checkpoint.lease_holder.clear();
+  checkpoint.fetch.reset();
   SaveCheckpoint(job, key.second).IgnoreError();  // logged
   if (state == StepState::kPending) {
     if (!error.empty()) {
@@ -301,8 +379,10 @@ bool JobRegistry::EndLease(const std::string& lease_id, StepState state, const s
     spdlog::info("job {} step {} {}", key.first, checkpoint.step, storage::StepStateName(state));
   }
   PublishStep(job, key.second, pb::JobEvent::KIND_STEP_FINISHED, 0, 0);
+  const bool requeued =
+      state == StepState::kFailed && RequeueListedDuplicatesOf(job, checkpoint.step);
   if (finish_job) MaybeFinish(key.first);
-  return false;
+  return requeued;
 }
 
 bool JobRegistry::RetryOrFail(const std::string& lease_id, const std::string& error) {
@@ -357,6 +437,7 @@ pb::HeartbeatResponse JobRegistry::ApplyVerdict(LeaseEntry* lease,
                                                 const Verdict& verdict) {
   pb::HeartbeatResponse response;
   if (verdict.kind == Verdict::Kind::kContinue || lease->completing) {
+    if (request.has_fetch()) PublishFetching(lease, request.fetch());
     Extend(lease, request.batches_done(), request.batches_total());
     response.set_verdict(pb::HeartbeatResponse::VERDICT_CONTINUE);
     response.set_lease_deadline_unix_ms(absl::ToUnixMillis(lease->deadline));
@@ -510,6 +591,22 @@ void JobRegistry::PublishStep(ActiveJob* job, size_t index, int kind, int done, 
   ToProto(job->record.checkpoints[index], event.mutable_checkpoint());
   event.set_batches_done(done);
   event.set_batches_total(total);
+  events_->Publish(job->record.id, event);
+}
+
+void JobRegistry::PublishFetching(const LeaseEntry* lease, const pb::FetchProgress& fetch) {
+  ActiveJob* job = active_.at(lease->key.first).get();
+  // Kept for the job's snapshots (the dashboard polls them), never stored.
+  job->record.checkpoints[lease->key.second].fetch = storage::StepFetchProgress{
+      std::max<int64_t>(fetch.bytes_done(), 0), std::max<int64_t>(fetch.bytes_total(), 0),
+      std::isfinite(fetch.bytes_per_second()) ? std::max(fetch.bytes_per_second(), 0.0) : 0.0,
+      std::max<int64_t>(fetch.cache_bytes(), 0)};
+  if (events_->NumWatchers(job->record.id) == 0) return;
+  pb::JobEvent event;
+  event.set_kind(pb::JobEvent::KIND_STEP_FETCHING);
+  ToProto(job->record, event.mutable_job());
+  ToProto(job->record.checkpoints[lease->key.second], event.mutable_checkpoint());
+  *event.mutable_fetch() = fetch;
   events_->Publish(job->record.id, event);
 }
 

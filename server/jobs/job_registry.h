@@ -92,9 +92,11 @@ class JobRegistry {
   struct FollowedJob {
     int64_t id = 0;
     std::string ns;
-    std::string dir;                // the followed checkpoints directory
+    std::string dir;                // the followed checkpoints directory (a source: its name)
     std::set<int64_t> known_steps;  // already in the job
     std::optional<int64_t> until_step;
+    std::string source;  // a followed remote source (serialized v1.CheckpointSource); else empty
+    bool dedupe = false;
   };
   std::vector<FollowedJob> FollowedJobs() const;
   // A KIND_ALARM event to job `id`'s watchers; nothing when it has ended or has none.
@@ -107,8 +109,14 @@ class JobRegistry {
   // The oldest pending step of a job in namespace `scope` (kAnyNamespace: any).
   std::optional<StepKey> FirstPending(const std::string& scope) const;
   bool has_pending() const { return !pending_.empty(); }
+  // Pending step `key`, when its stored remote descriptor does not parse, failed on the
+  // server ("stored remote descriptor of step N is damaged"; stored, published, its listed
+  // duplicates requeued, its job finished when final; `key` may then be gone): true. Else
+  // false, nothing changed. Called before Reserve: no unit is sent for such a step.
+  bool FailIfDamaged(StepKey key);
   // Reserves pending step `key` for `grantee`: running in memory under a new lease that is
-  // `storing` (nothing ends it until GrantStored).
+  // `storing` (nothing ends it until GrantStored). The unit carries the job's next pending
+  // step as read-ahead unless that would take it past half of kMaxMessageBytes.
   Grant Reserve(StepKey key, const Grantee& grantee);
   // The grant's store write ended: `stored` is the checkpoint's (its updated_at), `started`
   // the job state's when grant.starts_job. On success the lease becomes current and the unit
@@ -145,8 +153,9 @@ class JobRegistry {
   // (UNAVAILABLE). FAILED_PRECONDITION when the lease is no longer current.
   absl::Status EndCompletion(const std::string& lease_id, int64_t step,
                              const absl::StatusOr<storage::FinishedLease>& stored);
-  // Ends a lease: the step takes `state` (pending re-queues it: true) with `error`; then the
-  // job finishes if that was its last step, unless `finish_job` is false.
+  // Ends a lease: the step takes `state` (pending re-queues it: true) with `error`; a failed
+  // step's listed duplicates are re-queued (true: RequeueListedDuplicatesOf); then the job
+  // finishes if that was its last step, unless `finish_job` is false.
   bool EndLease(const std::string& lease_id, storage::StepState state, const std::string& error,
                 bool finish_job = true);
   // Ends a lease that did not deliver: pending again (true), or failed after max_attempts.
@@ -179,8 +188,19 @@ class JobRegistry {
   absl::Status SaveCheckpoint(ActiveJob* job, size_t index);
   void SaveJobState(ActiveJob* job);
   void PublishStep(ActiveJob* job, size_t index, int kind, int done, int total);
+  // A remote step's download, as its worker's heartbeat reports it: STEP_FETCHING.
+  void PublishFetching(const LeaseEntry* lease, const ::anisoscope::v1::FetchProgress& fetch);
   // Ends the job when no checkpoint is pending or running (never while draining).
   void MaybeFinish(int64_t job_id);
+  // The job's next pending step after `key` as `unit`'s read-ahead (next_checkpoint_path or
+  // next_remote); a next_remote that would take the unit past half of kMaxMessageBytes, or
+  // does not parse, is left out.
+  void AddReadAhead(const ActiveJob& job, StepKey key, ::anisoscope::v1::WorkUnit* unit) const;
+  // Step `step` of `job` failed: its duplicates that the listing's dedupe skipped
+  // (duplicate_of == step, ListedDuplicateReason) go back to pending, duplicate_of cleared,
+  // stored and published as added; the heartbeat's fingerprint dedupe then skips all but
+  // the first of them to be stored. Nothing for a cancelled job. True when any was requeued.
+  bool RequeueListedDuplicatesOf(ActiveJob* job, int64_t step);
 
   const Options options_;
   storage::JobStore* const store_;

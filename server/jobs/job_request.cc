@@ -12,6 +12,7 @@
 #include "analysis/metric_catalog/metric_groups.h"
 #include "analysis/probe/probe.h"
 #include "common/status_macros.h"
+#include "server/sources/source_description.h"
 #include "server/wire/proto_convert.h"
 
 namespace anisoscope::server {
@@ -115,8 +116,10 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
 
   const bool has_dir = !request.checkpoints_dir().empty();
   const bool has_list = request.checkpoints_size() > 0;
-  if (has_dir == has_list) {
-    return absl::InvalidArgumentError("give either checkpoints_dir or checkpoints (exactly one)");
+  const bool has_source = request.has_source();
+  if (int{has_dir} + int{has_list} + int{has_source} != 1) {
+    return absl::InvalidArgumentError(
+        "give either checkpoints_dir or checkpoints, or a source (exactly one)");
   }
 
   ASSIGN_OR_RETURN(const fs::path probe_path, AbsolutePath("probe file", request.probe().path()));
@@ -125,14 +128,26 @@ absl::StatusOr<storage::JobSpec> JobSpecFromRequest(const pb::SubmitJobRequest& 
   }
   spec.probe_path = probe_path.string();
 
-  if (request.follow() && !has_dir) {
-    return absl::InvalidArgumentError("follow watches checkpoints_dir: give checkpoints_dir");
+  if (request.follow() && has_list) {
+    return absl::InvalidArgumentError(
+        "follow watches checkpoints_dir: give checkpoints_dir (or a source)");
   }
   if (request.has_until_step() && !request.follow()) {
     return absl::InvalidArgumentError("until_step applies to follow only");
   }
   if (request.hf_cache() && !has_dir) {
     return absl::InvalidArgumentError("hf_cache describes checkpoints_dir: give checkpoints_dir");
+  }
+  if (has_source) {
+    // Checked here for its shape; the allow-lists and the listing are JobSubmission's
+    // (server/jobs/source_steps.h), which fills the checkpoints.
+    RETURN_IF_ERROR(ValidateSource(request.source()));
+    spec.source = request.source().SerializeAsString();
+    if (request.follow()) {
+      spec.follow_dir = DescribeSource(request.source());
+      if (request.has_until_step()) spec.until_step = request.until_step();
+    }
+    return spec;
   }
   if (has_dir) {
     ASSIGN_OR_RETURN(const fs::path dir,

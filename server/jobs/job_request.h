@@ -27,7 +27,10 @@ absl::Status ValidateRunName(const std::string& run);
 // step. INVALID_ARGUMENT for a bad spec (bad run name, no probe source or path, negative
 // counts, neither or both of checkpoints_dir and checkpoints, duplicate steps),
 // PERMISSION_DENIED for a path the gate refuses (outside the roots or missing: one answer,
-// naming only the path given). Blocks on file-system reads.
+// naming only the path given). With a source (exactly one of checkpoints_dir, checkpoints and
+// source), the source is checked for its shape only and kept (spec.source, serialized; a
+// followed source's description in follow_dir), the checkpoints left for JobSubmission to
+// list. Blocks on file-system reads.
 absl::StatusOr<storage::JobSpec> JobSpecFromRequest(
     const ::anisoscope::v1::SubmitJobRequest& request, const FileGate& files);
 

@@ -250,7 +250,10 @@ int JobRunner::WaitingOf(const std::string& identity) const {
 }
 
 std::optional<JobRegistry::Grant> JobRunner::ReserveLocked(const Waiter& waiter) {
-  const std::optional<StepKey> first = registry_.FirstPending(waiter.caller.scope);
+  std::optional<StepKey> first = registry_.FirstPending(waiter.caller.scope);
+  while (first.has_value() && registry_.FailIfDamaged(*first)) {
+    first = registry_.FirstPending(waiter.caller.scope);  // that step failed on the server
+  }
   if (!first.has_value()) return std::nullopt;
   return registry_.Reserve(*first, {waiter.caller.identity, waiter.caller.local,
                                     waiter.request.worker().name(),

@@ -215,7 +215,8 @@ class JobRunner final : private JobNotices {
   // Remote lease calls of `identity` waiting now.
   int WaitingOf(const std::string& identity) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reserves the oldest pending step of the waiter's scope (nullopt: none); FinishGrant
-  // stores it.
+  // stores it. A step whose stored remote descriptor is damaged is failed on the way
+  // (JobRegistry::FailIfDamaged), never sent.
   std::optional<JobRegistry::Grant> ReserveLocked(const Waiter& waiter)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores `grant` outside the lock, then makes its lease current (the unit), or answers

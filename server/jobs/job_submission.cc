@@ -5,15 +5,38 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/jobs/job_request.h"
 #include "server/jobs/probe_bounds.h"
+#include "server/jobs/source_steps.h"
 #include "server/jobs/unit_probe.h"
 
 namespace anisoscope::server {
 
 namespace pb = ::anisoscope::v1;
+
+absl::Status JobSubmission::ListSourceSteps(const pb::SubmitJobRequest& request,
+                                            const std::string& ns, storage::JobSpec* spec) const {
+  const pb::CheckpointSource& source = request.source();
+  if (sources_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "source ", SourceLister::Describe(source), ": this server reads no remote source"));
+  }
+  ASSIGN_OR_RETURN(const listing::SourceListing listing,
+                   ListAllowedSource(*sources_, *store_, ns, source));
+  const bool follow = !spec->follow_dir.empty();
+  spec->checkpoints =
+      CheckpointsFromListing(listing, source, spec->dedupe, follow, {}, spec->until_step);
+  if (spec->checkpoints.empty() && !follow) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "source ", absl::CHexEscape(SourceLister::Describe(source)), " lists no step (",
+        listing.without_step.size(), " names without a step, ", listing.problems.size(),
+        " unusable)"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<storage::JobRecord> JobSubmission::Submit(const pb::SubmitJobRequest& request,
                                                          const std::string& ns,
@@ -26,6 +49,7 @@ absl::StatusOr<storage::JobRecord> JobSubmission::Submit(const pb::SubmitJobRequ
   ASSIGN_OR_RETURN(const FileGate files, GateForNamespace(*store_, *server_files_, ns));
   ASSIGN_OR_RETURN(storage::JobSpec spec, JobSpecFromRequest(request, files));
   spec.ns = ns;
+  if (!spec.source.empty()) RETURN_IF_ERROR(ListSourceSteps(request, ns, &spec));
   JobRunner::JobInputs inputs;
   ASSIGN_OR_RETURN(inputs.probe, UnitProbeFromSpec(spec, files, limits_.max_probe_tokens));
   inputs.roots = files.roots();
@@ -49,10 +73,24 @@ absl::StatusOr<pb::UnitProbe> ResumedProbe(storage::MetricsStore& store,
   return probe;
 }
 
+// OK when job `record` reads no remote source, or `sources` allows its source now.
+absl::Status CheckResumedSource(storage::MetricsStore& store, const storage::JobRecord& record,
+                                const SourceLister& sources) {
+  if (record.spec.source.empty()) return absl::OkStatus();
+  pb::CheckpointSource source;
+  if (!source.ParseFromString(record.spec.source)) {
+    return absl::DataLossError(absl::StrCat("the source stored with job ", record.id,
+                                            " is damaged; submit the job again"));
+  }
+  ASSIGN_OR_RETURN(const SourceAllowList own, NamespaceSources(store, record.spec.ns));
+  return sources.Check(source, own);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<JobRunner::ResumedJob>> LoadUnfinishedJobs(
-    storage::MetricsStore& store, const FileGate& server_files, int64_t max_probe_tokens) {
+    storage::MetricsStore& store, const FileGate& server_files, int64_t max_probe_tokens,
+    const SourceLister* sources) {
   ASSIGN_OR_RETURN(const std::vector<int64_t> ids, store.UnfinishedJobs());
   std::vector<JobRunner::ResumedJob> resumed;
   for (int64_t id : ids) {
@@ -63,6 +101,12 @@ absl::StatusOr<std::vector<JobRunner::ResumedJob>> LoadUnfinishedJobs(
     RETURN_IF_ERROR(files.status());
     absl::StatusOr<pb::UnitProbe> probe =
         ResumedProbe(store, record, *files, max_probe_tokens);
+    if (probe.ok() && sources != nullptr) {
+      if (absl::Status allowed = CheckResumedSource(store, record, *sources); !allowed.ok()) {
+        probe = absl::Status(allowed.code(),
+                             absl::StrCat(allowed.message(), " (checked again at restart)"));
+      }
+    }
     if (!probe.ok()) {
       spdlog::error("job {} cannot resume: {}", id, probe.status().ToString());
       RETURN_IF_ERROR(

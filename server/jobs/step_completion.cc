@@ -3,6 +3,7 @@
 #include "common/status_macros.h"
 #include "server/jobs/step_upload.h"
 #include "server/jobs/unit_probe.h"
+#include "server/sources/source_description.h"
 
 namespace anisoscope::server {
 
@@ -34,6 +35,15 @@ absl::StatusOr<storage::FinishedLease> StoreCompletion(const pb::CompleteWorkReq
   // `leased.probe_id` is the id the lease's heartbeat reported, if any.
   RETURN_IF_ERROR(CheckUploadMatchesUnit(upload, *completion.probe, leased.probe_id));
   result.ns = completion.ns;
+  if (!leased.remote.empty()) {
+    // Where the step was read from, stored with it (Run.origins).
+    pb::RemoteCheckpoint remote;
+    if (remote.ParseFromString(leased.remote)) {
+      result.origin_source = StepOriginSource(remote);
+      result.origin_revision = remote.revision();
+      result.origin_commit = remote.commit();
+    }
+  }
   // The label readers see is the server's, from what the job was submitted with.
   result.probe.description =
       ProbeLabel(*completion.probe, result.probe.num_samples, result.probe.num_tokens);
@@ -51,7 +61,8 @@ absl::StatusOr<storage::FinishedLease> StoreCompletion(const pb::CompleteWorkReq
                                      completion.mode));
   if (stored.checkpoint.state == storage::StepState::kDone) {
     const StoredStep step{completion.job_id, &result, upload.metrics().model_family(),
-                          completion.device, upload.seconds()};
+                          completion.device, upload.seconds(),
+                          upload.has_fetch() ? &upload.fetch() : nullptr};
     for (StepObserver* observer : observers) observer->StepStored(step, notices);
   }
   return stored;

@@ -19,6 +19,8 @@ struct StoredStep {
   std::string model_family;                     // the upload's
   std::string device;                           // the worker's
   double seconds = 0;                           // the worker's time on the step
+  // A remote step's fetch, as its worker reported it; null for a folder's. Valid during the call.
+  const ::anisoscope::v1::FetchStats* fetch = nullptr;
 };
 
 // What an observer may tell a job's watchers. Thread-safe; never blocks on I/O.

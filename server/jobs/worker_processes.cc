@@ -137,6 +137,7 @@ absl::Status WorkerProcesses::Spawn(Child* child) {
                                    "--name",        child->name, "--log-level",
                                    options_.log_level};
   args.insert(args.end(), options_.engine_args.begin(), options_.engine_args.end());
+  args.insert(args.end(), options_.source_args.begin(), options_.source_args.end());
   for (const std::string& root : options_.allow_roots) {
     args.push_back("--allow-root");
     args.push_back(root);

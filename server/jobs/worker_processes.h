@@ -42,6 +42,7 @@ class WorkerProcesses final : public WorkerPool {
     std::string server;                     // where to lease: the WorkerSocket's address
     std::vector<std::string> allow_roots;   // the server's --allow-root
     std::vector<std::string> engine_args;   // worker::WorkerEngineArgs of the server's flags
+    std::vector<std::string> source_args;   // worker::WorkerSourceArgs of the server's flags
     std::string key;                        // kEmbeddedWorkerKey's value for this start
     std::string log_level = "info";
   };

@@ -124,6 +124,15 @@ void ServiceMetrics::RecordQuery(const std::string& api, const std::string& meth
   query_seconds_.Observe({{"api", api}, {"method", method}}, seconds);
 }
 
+void ServiceMetrics::RecordFetch(const Fetch& fetch) {
+  absl::MutexLock lock(&mu_);
+  ++steps_fetched_;
+  if (fetch.cache_hit) ++cache_hits_;
+  fetched_.bytes += std::max<int64_t>(fetch.bytes, 0);
+  fetched_.retries += std::max<int64_t>(fetch.retries, 0);
+  if (std::isfinite(fetch.seconds) && fetch.seconds > 0) fetched_.seconds += fetch.seconds;
+}
+
 std::string ServiceMetrics::Exposition(const Gauges& gauges) const {
   std::string out;
   AppendHeader("anisoscope_jobs", "gauge", "Jobs in the database by state.", &out);
@@ -164,6 +173,24 @@ std::string ServiceMetrics::Exposition(const Gauges& gauges) const {
       "Seconds a worker took per checkpoint (load, forward and metrics).", &out);
   query_seconds_.AppendExposition("anisoscope_query_seconds",
                                   "Seconds to answer a query, by API and method.", &out);
+  const auto counter = [&out](const char* name, const char* help, const std::string& value) {
+    AppendHeader(name, "counter", help, &out);
+    absl::StrAppend(&out, name, " ", value, "\n");
+  };
+  counter("anisoscope_source_steps_fetched_total",
+          "Remote steps (Hub, S3) a worker fetched and the server stored.",
+          absl::StrCat(steps_fetched_));
+  counter("anisoscope_source_cache_hits_total",
+          "Remote steps found whole in a worker's cache: no request made.",
+          absl::StrCat(cache_hits_));
+  counter("anisoscope_source_bytes_fetched_total",
+          "Body bytes workers received fetching remote steps, retries included.",
+          absl::StrCat(fetched_.bytes));
+  counter("anisoscope_source_fetch_retries_total",
+          "Requests workers retried fetching remote steps (429, 5xx, cuts, stalls).",
+          absl::StrCat(fetched_.retries));
+  counter("anisoscope_source_fetch_seconds_total", "Seconds workers spent fetching remote steps.",
+          PrometheusNumber(fetched_.seconds));
   return out;
 }
 

@@ -1,5 +1,5 @@
 // ServiceMetrics: what the running server counts about itself (checkpoints analysed and
-// their seconds, query latency), and the Prometheus text exposition (format 0.0.4) of those
+// their seconds, query latency, remote steps fetched), and the Prometheus text exposition (format 0.0.4) of those
 // counts beside the gauges a scrape reads at that moment (jobs by state, queue depth,
 // leases, workers, database size).
 //
@@ -65,6 +65,16 @@ class ServiceMetrics {
   void RecordCheckpoint(const std::string& family, const std::string& device, double seconds);
   // A query answered: `api` "grpc" or "http", `method` e.g. "QuerySeries" or "/api/v1/series".
   void RecordQuery(const std::string& api, const std::string& method, double seconds);
+  // What fetching one remote step cost its worker (CompleteWorkRequest.fetch): whether it
+  // was whole in the worker's cache, body bytes received, retries and seconds. The numbers
+  // come from workers: a negative or non-finite one counts as 0.
+  struct Fetch {
+    bool cache_hit = false;
+    int64_t bytes = 0;
+    int64_t retries = 0;
+    double seconds = 0;
+  };
+  void RecordFetch(const Fetch& fetch);
 
   // The whole exposition: the counts recorded so far and `gauges`.
   std::string Exposition(const Gauges& gauges) const;
@@ -74,6 +84,10 @@ class ServiceMetrics {
   std::map<Histogram::Labels, int64_t> checkpoints_ ABSL_GUARDED_BY(mu_);
   Histogram checkpoint_seconds_ ABSL_GUARDED_BY(mu_);
   Histogram query_seconds_ ABSL_GUARDED_BY(mu_);
+  // The remote steps fetched and what they cost (anisoscope_source_*_total), since the start.
+  Fetch fetched_ ABSL_GUARDED_BY(mu_);
+  int64_t steps_fetched_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t cache_hits_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The Prometheus label value of `text` (backslash, double quote and newline escaped).

@@ -59,6 +59,15 @@ void ToProto(const storage::JobCheckpoint& checkpoint, pb::CheckpointStatus* out
   out->set_worker(checkpoint.worker);
   out->set_fingerprint(checkpoint.fingerprint);
   if (checkpoint.duplicate_of >= 0) out->set_duplicate_of(checkpoint.duplicate_of);
+  out->set_revision(checkpoint.revision);
+  out->set_commit(checkpoint.commit);
+  if (checkpoint.fetch.has_value()) {
+    pb::FetchProgress* fetch = out->mutable_fetch();
+    fetch->set_bytes_done(checkpoint.fetch->bytes_done);
+    fetch->set_bytes_total(checkpoint.fetch->bytes_total);
+    fetch->set_bytes_per_second(checkpoint.fetch->bytes_per_second);
+    fetch->set_cache_bytes(checkpoint.fetch->cache_bytes);
+  }
 }
 
 void ToProto(const storage::JobRecord& job, pb::Job* out) {
@@ -71,6 +80,9 @@ void ToProto(const storage::JobRecord& job, pb::Job* out) {
   out->set_dedupe(job.spec.dedupe);
   out->set_follow(!job.spec.follow_dir.empty());
   if (job.spec.until_step.has_value()) out->set_until_step(*job.spec.until_step);
+  if (!job.spec.source.empty() && !out->mutable_source()->ParseFromString(job.spec.source)) {
+    out->clear_source();
+  }
   int finished = 0;
   for (const storage::JobCheckpoint& checkpoint : job.checkpoints) {
     ToProto(checkpoint, out->add_checkpoints());
@@ -129,6 +141,13 @@ void ToProto(const storage::RunInfo& run, pb::Run* out) {
     d->set_step(duplicate.step);
     d->set_duplicate_of(duplicate.duplicate_of);
     d->set_fingerprint(duplicate.fingerprint);
+  }
+  for (const storage::StepOriginRecord& origin : run.origins) {
+    pb::StepOrigin* o = out->add_origins();
+    o->set_step(origin.step);
+    o->set_source(origin.source);
+    o->set_revision(origin.revision);
+    o->set_commit(origin.commit);
   }
 }
 

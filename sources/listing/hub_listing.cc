@@ -122,11 +122,14 @@ absl::StatusOr<SourceListing> ListHubBranches(transfer::HttpClient& client, absl
     commits[branch.name] = branch.commit;
   }
   ASSIGN_OR_RETURN(SelectedSteps selected, SelectSteps(names, options.selection, where));
+  RETURN_IF_ERROR(CheckStepCount(static_cast<int64_t>(selected.steps.size()), options.bounds,
+                                 where));
   SourceListing listing;
   listing.without_step = std::move(selected.without_step);
   listing.problems = std::move(selected.missing);
   std::vector<StepJob> jobs;
   for (const NamedStep& step : selected.steps) {
+    if (options.skip_steps.count(step.step) > 0) continue;
     // The branch name becomes a refs/ file in the cache: refuse what could not be one.
     const absl::Status safe = cache::CheckRevision(step.name, where);
     if (!safe.ok()) {
@@ -144,6 +147,7 @@ absl::StatusOr<SourceListing> ListHubBranches(transfer::HttpClient& client, absl
     jobs.push_back({std::string(repo), commit, step.name, step.step});
   }
   RETURN_IF_ERROR(ListSteps(fetcher, options.endpoint, jobs, false, listing));
+  RETURN_IF_ERROR(CheckTotalFiles(listing, options.bounds, where));
   // The steps are listed at their commits; say which branch each was.
   for (RemoteStep& step : listing.steps) step.revision = step.name;
   return listing;
@@ -183,6 +187,13 @@ absl::StatusOr<SourceListing> ListHubSuite(transfer::HttpClient& client, absl::s
       repos.push_back(id);
     }
   }
+  if (!options.glob.empty()) {
+    std::vector<std::string> kept;
+    for (std::string& repo : repos) {
+      if (MatchesGlob(options.glob, repo)) kept.push_back(std::move(repo));
+    }
+    repos = std::move(kept);
+  }
   SourceListing listing;
   std::vector<std::string> names;
   for (const std::string& repo : repos) {
@@ -202,14 +213,18 @@ absl::StatusOr<SourceListing> ListHubSuite(transfer::HttpClient& client, absl::s
     repo_of[name] = repo;
   }
   ASSIGN_OR_RETURN(SelectedSteps selected, SelectSteps(repo_names, {}, where));
+  RETURN_IF_ERROR(CheckStepCount(static_cast<int64_t>(selected.steps.size()), options.bounds,
+                                 where));
   for (const std::string& name : selected.without_step)
     listing.without_step.push_back(repo_of[name]);
   std::vector<StepJob> jobs;
   for (const NamedStep& step : selected.steps) {
+    if (options.skip_steps.count(step.step) > 0) continue;
     const std::string& repo = repo_of[step.name];
     jobs.push_back({repo, options.revision, repo, step.step});
   }
   RETURN_IF_ERROR(ListSteps(fetcher, options.endpoint, jobs, true, listing));
+  RETURN_IF_ERROR(CheckTotalFiles(listing, options.bounds, where));
   return listing;
 }
 

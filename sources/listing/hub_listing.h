@@ -4,6 +4,8 @@
 // every call blocks, running up to ListingBounds::parallel_requests GETs at once.
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,9 @@ struct HubListingOptions {
   std::string endpoint = "https://huggingface.co";
   // --revisions A,B or a glob: which branches are listed (default all).
   StepSelection selection;
+  // Steps already known (a followed job's): their trees are not fetched and they are in
+  // neither steps nor problems (nor duplicates). They still count toward bounds.max_steps.
+  std::set<int64_t> skip_steps;
   ListingBounds bounds;
 };
 
@@ -42,6 +47,11 @@ struct HubSuiteOptions {
   std::vector<std::string> values;
   // The revision of each repo that is its step.
   std::string revision = "main";
+  // fnmatch(3) over the repo id ("ORG/NAME"); empty: all. A repo it excludes is never
+  // listed and is in none of steps, problems and without_step.
+  std::string glob;
+  // As HubListingOptions::skip_steps.
+  std::set<int64_t> skip_steps;
   ListingBounds bounds;
 };
 
@@ -49,6 +59,8 @@ struct HubSuiteOptions {
 // parsed from the repo's NAME (step_names.h); a repo whose NAME carries none goes to
 // without_step, a repo given by `values` that is missing or unreadable is a problem.
 // INVALID_ARGUMENT for a pattern without exactly one "{}" or two repos with one step.
+// Both listings: RESOURCE_EXHAUSTED naming the source and the bound for more steps than
+// bounds.max_steps (before any tree is fetched) or more files than bounds.max_total_files.
 absl::StatusOr<SourceListing> ListHubSuite(transfer::HttpClient& client, absl::string_view pattern,
                                            const HubSuiteOptions& options);
 

@@ -60,9 +60,8 @@ absl::StatusOr<RemoteStep> ListHubStep(ListingFetcher& fetcher, absl::string_vie
     }
     url = *next;
   }
-  ASSIGN_OR_RETURN(
-      std::vector<RemoteFile> remote,
-      StepFiles(listed, absl::StrCat(endpoint, "/", repo, "/resolve/", commit, "/"), where));
+  ASSIGN_OR_RETURN(std::vector<RemoteFile> remote,
+                   StepFiles(listed, HubFileUrlPrefix(endpoint, repo, commit), where));
   RemoteStep out;
   out.step = step;
   out.name = std::string(name);

@@ -42,6 +42,23 @@ absl::Status Annotate(const absl::Status& status, absl::string_view where) {
   return out;
 }
 
+absl::Status CheckStepCount(int64_t steps, const ListingBounds& bounds, absl::string_view where) {
+  if (steps <= bounds.max_steps) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(where, ": ", steps, " steps, more than ",
+                                                   bounds.max_steps,
+                                                   " (ListingBounds::max_steps)"));
+}
+
+absl::Status CheckTotalFiles(const SourceListing& listing, const ListingBounds& bounds,
+                             absl::string_view where) {
+  int64_t files = 0;
+  for (const RemoteStep& step : listing.steps) files += static_cast<int64_t>(step.files.size());
+  if (files <= bounds.max_total_files) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(where, ": ", files, " files over its steps, more than ",
+                   bounds.max_total_files, " (ListingBounds::max_total_files)"));
+}
+
 bool IsStepProblem(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kNotFound:

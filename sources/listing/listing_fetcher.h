@@ -26,7 +26,26 @@ struct ListingBounds {
   int64_t max_page_bytes = 16 << 20;
   // Steps listed at once (the per-step GETs run on this many threads).
   int parallel_requests = 8;
+  // Steps of one whole listing (branches, repos or folders that carry a step, as selected):
+  // a Pythia size has 154 branches, OLMo's a few thousand; ten thousand leaves room for the
+  // largest public series while a refs page of junk cannot make a listing of millions of trees.
+  int64_t max_steps = kDefaultMaxSteps;
+  // Files of one whole listing, over every step: tens per step at most in public series, so
+  // a million bounds the server's memory for a listing (~ hundreds of MiB at worst) while
+  // leaving ample room (10,000 steps x 100 files).
+  int64_t max_total_files = kDefaultMaxTotalFiles;
+
+  static constexpr int64_t kDefaultMaxSteps = 10000;
+  static constexpr int64_t kDefaultMaxTotalFiles = 1000000;
 };
+
+// OK when `steps` steps fit bounds.max_steps; else RESOURCE_EXHAUSTED naming `where` (the
+// source) and the bound.
+absl::Status CheckStepCount(int64_t steps, const ListingBounds& bounds, absl::string_view where);
+// OK when the files of `listing`'s steps fit bounds.max_total_files; else RESOURCE_EXHAUSTED
+// naming `where` and the bound.
+absl::Status CheckTotalFiles(const SourceListing& listing, const ListingBounds& bounds,
+                             absl::string_view where);
 
 class ListingFetcher {
  public:

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sources/cache/cache_names.h"
@@ -30,6 +31,17 @@ std::string PercentEncode(absl::string_view text, bool keep_slash) {
     }
   }
   return out;
+}
+
+std::string HubFileUrlPrefix(absl::string_view endpoint, absl::string_view repo,
+                             absl::string_view commit) {
+  return absl::StrCat(endpoint, "/", repo, "/resolve/", commit, "/");
+}
+
+std::string S3FileUrlPrefix(absl::string_view endpoint, absl::string_view bucket,
+                            absl::string_view folder) {
+  return absl::StrCat(endpoint, "/", PercentEncode(bucket, /*keep_slash=*/false), "/",
+                      PercentEncode(folder, /*keep_slash=*/true));
 }
 
 bool MatchesGlob(absl::string_view glob, absl::string_view name) {

@@ -20,6 +20,17 @@ absl::Status CheckListedPath(absl::string_view path, absl::string_view where);
 // `keep_slash`, '/' stays (a path of segments).
 std::string PercentEncode(absl::string_view text, bool keep_slash);
 
+// The URL prefix of a Hub step's files, `{endpoint}/{repo}/resolve/{commit}/`: a file's URL
+// is this plus PercentEncode(path, /*keep_slash=*/true). `endpoint` has no trailing '/';
+// `repo` and `commit` are checked by the caller (cache::HubModelRepo, cache::IsCommitHash).
+std::string HubFileUrlPrefix(absl::string_view endpoint, absl::string_view repo,
+                             absl::string_view commit);
+
+// The URL prefix of an S3 step's files (path-style), `{endpoint}/{bucket}/{folder}` with the
+// bucket and the folder's key prefix ("runs/step100/", ending in '/') percent-encoded.
+std::string S3FileUrlPrefix(absl::string_view endpoint, absl::string_view bucket,
+                            absl::string_view folder);
+
 // `name` as fnmatch(3) matches it against `glob` ('*', '?', '[...]'; '/' is a plain byte).
 bool MatchesGlob(absl::string_view glob, absl::string_view name);
 

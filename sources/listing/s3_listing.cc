@@ -77,9 +77,7 @@ absl::StatusOr<RemoteStep> ListFolder(ListingFetcher& fetcher, const S3ListingOp
         }
         return absl::OkStatus();
       }));
-  const std::string url_prefix =
-      absl::StrCat(options.endpoint, "/", PercentEncode(location.bucket, false), "/",
-                   PercentEncode(folder, /*keep_slash=*/true));
+  const std::string url_prefix = S3FileUrlPrefix(options.endpoint, location.bucket, folder);
   ASSIGN_OR_RETURN(std::vector<RemoteFile> files, StepFiles(listed, url_prefix, where));
   RemoteStep out;
   out.step = step.step;
@@ -147,16 +145,23 @@ absl::StatusOr<SourceListing> ListS3Prefix(transfer::HttpClient& client, const S
         return absl::OkStatus();
       }));
   ASSIGN_OR_RETURN(SelectedSteps selected, SelectSteps(names, options.selection, where));
+  RETURN_IF_ERROR(CheckStepCount(static_cast<int64_t>(selected.steps.size()), options.bounds,
+                                 where));
+  std::vector<NamedStep> to_list;
+  for (NamedStep& step : selected.steps) {
+    if (options.skip_steps.count(step.step) == 0) to_list.push_back(std::move(step));
+  }
   listing.without_step = std::move(selected.without_step);
   for (ListingProblem& missing : selected.missing) listing.problems.push_back(std::move(missing));
   StepCollector collector(listing);
-  ParallelFor(selected.steps.size(), options.bounds.parallel_requests, [&](size_t i) {
+  ParallelFor(to_list.size(), options.bounds.parallel_requests, [&](size_t i) {
     if (collector.failed()) return;
-    absl::StatusOr<RemoteStep> step = ListFolder(fetcher, options, location, selected.steps[i]);
+    absl::StatusOr<RemoteStep> step = ListFolder(fetcher, options, location, to_list[i]);
     const bool is_problem = !step.ok() && IsStepProblem(step.status());
-    collector.Add(selected.steps[i].name, selected.steps[i].step, std::move(step), is_problem);
+    collector.Add(to_list[i].name, to_list[i].step, std::move(step), is_problem);
   });
   RETURN_IF_ERROR(collector.Finish(/*s3=*/true, fetcher.counters()));
+  RETURN_IF_ERROR(CheckTotalFiles(listing, options.bounds, where));
   return listing;
 }
 

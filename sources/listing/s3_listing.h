@@ -7,6 +7,8 @@
 // signs every request (Credentials::aws). No object is downloaded. Thread-safe; blocks.
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -35,6 +37,9 @@ struct S3ListingOptions {
   StepSelection selection;
   // ListObjectsV2's max-keys: entries per page (S3 answers at most 1000).
   int max_keys = 1000;
+  // Steps already known (a followed job's): their folders are not listed and they are in
+  // neither steps nor problems (nor duplicates). They still count toward bounds.max_steps.
+  std::set<int64_t> skip_steps;
   ListingBounds bounds;
 };
 
@@ -42,7 +47,9 @@ struct S3ListingOptions {
 // SignatureDoesNotMatch / AccessDenied, 404 NoSuchBucket; INVALID_ARGUMENT for two folders
 // with one step). A folder whose listing is malformed, names a hostile key or a key outside
 // the folder, or holds no weights is a problem. Duplicates: duplicates.h (ETag and size,
-// single-part uploads only).
+// single-part uploads only). RESOURCE_EXHAUSTED naming the prefix and the bound for more
+// steps than bounds.max_steps (before any folder is listed) or more files than
+// bounds.max_total_files.
 absl::StatusOr<SourceListing> ListS3Prefix(transfer::HttpClient& client, const S3Location& location,
                                            const S3ListingOptions& options);
 

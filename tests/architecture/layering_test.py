@@ -27,6 +27,7 @@ LAYERS = [
     ["analysis/models"],
     ["sources/listing"],              # what a Hub repo or an S3 prefix holds, step by step
     ["sources/fetch"],                # a listed step fetched into the node's cache
+    ["sources/endpoints"],            # the operator's endpoints and keys; a step on the wire
     # The metric names and CheckpointMetrics: no LibTorch, so client/ and server/ include it.
     # It sits above models/ only for ModelShape (models/model_shape.h, plain data); with that
     # header moved in, this row drops to proto's and storage/ may include it too.
@@ -35,7 +36,8 @@ LAYERS = [
     ["analysis/probe"],
     ["analysis/extractor"],            # the engine's top: checkpoint + probe -> metrics
     ["worker", "client"],              # a remote worker, the CLI
-    ["server/wire", "server/monitoring", "server/auth"],
+    ["server/wire", "server/monitoring", "server/auth",
+     "server/sources"],                # --allow-source, a remote source listed by the server
     ["server/jobs"],                   # queue, leases, uploads, followed runs
     ["server/queries"],                # the query core over the store
     ["server/alarms"],                 # rules checked as each step is stored

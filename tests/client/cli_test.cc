@@ -380,7 +380,8 @@ TEST(SubmitRequestTest, ConflictingOrMalformedFlagsAreUsageErrors) {
   EXPECT_EQ(error({"--run", "r", "--checkpoint", "-1=a", "--probe-text", "t"}),
             "--checkpoint requires a value (STEP=PATH)");
   EXPECT_EQ(error({"--run", "r", "--checkpoints", "d", "--hf-cache", "c", "--probe-text", "t"}),
-            "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH");
+            "submit: give one of --checkpoints DIR, --hf-cache DIR, --checkpoint STEP=PATH, "
+            "--hub ORG/NAME, --hub-repos PATTERN, --s3 s3://BUCKET/PREFIX/");
   EXPECT_EQ(error({"--run", "r", "--checkpoint", "x=a", "--probe-text", "t"}),
             "--checkpoint: expected STEP=PATH with STEP >= 0, got 'x=a'");
   EXPECT_EQ(error({"--run", "r", "--checkpoints", "d", "--probe-tokens", "t", "--probe-text", "u"}),

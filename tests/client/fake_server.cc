@@ -34,6 +34,13 @@ class FakeServer::JobService final : public v1::JobService::Service {
     for (const v1::Job& job : owner_->replies_.jobs) *reply->add_jobs() = job;
     return owner_->replies_.status;
   }
+  grpc::Status AuditSource(grpc::ServerContext*, const v1::AuditSourceRequest* request,
+                           v1::AuditSourceResponse* reply) override {
+    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    owner_->requests_.audits.push_back(*request);
+    *reply = owner_->replies_.audit;
+    return owner_->replies_.status;
+  }
   grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
                         grpc::ServerWriter<v1::JobEvent>* writer) override {
     std::vector<v1::JobEvent> events;

@@ -24,6 +24,7 @@ struct FakeReplies {
   std::vector<v1::Run> runs;         // ListRuns
   v1::QuerySeriesResponse series;    // QuerySeries
   v1::QueryVectorsResponse vectors;  // QueryVectors
+  v1::AuditSourceResponse audit;     // AuditSource
 };
 
 struct FakeRequests {
@@ -32,6 +33,7 @@ struct FakeRequests {
   std::vector<int32_t> list_limits;
   std::vector<v1::QuerySeriesRequest> series;
   std::vector<v1::QueryVectorsRequest> vectors;
+  std::vector<v1::AuditSourceRequest> audits;
 };
 
 class FakeServer {

@@ -119,6 +119,13 @@ class ObservabilityTest(unittest.TestCase):
                                        method="QuerySeries"), 1)
         self.assertGreaterEqual(sample(families, "anisoscope_query_seconds_count", api="http",
                                        method="/api/v1/series"), 1)
+        # The series was read from a folder: no remote step was fetched.
+        for name in ("anisoscope_source_steps_fetched_total", "anisoscope_source_cache_hits_total",
+                     "anisoscope_source_bytes_fetched_total",
+                     "anisoscope_source_fetch_retries_total",
+                     "anisoscope_source_fetch_seconds_total"):
+            self.assertEqual(families[name]["type"], "counter", name)
+            self.assertEqual(sample(families, name), 0, name)
 
     def test_reflection_lists_the_services_and_calls_one_from_its_descriptors(self):
         out = tempfile.mkdtemp(dir=self.work)

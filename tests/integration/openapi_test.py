@@ -31,6 +31,10 @@ PROTO = os.path.join(SOURCE_DIR, "proto", "anisoscope", "v1", "anisoscope.proto"
 FIXTURE = os.path.join(os.environ.get("ANISOSCOPE_FIXTURES", "fixtures"), "bert_run")
 # Schemas of the protobuf JSON mapping itself, not of a proto message.
 JSON_MAPPING_SCHEMAS = {"Int64", "Double", "Error"}
+# Schemas only a series read from the Hub or S3 fills (a run's step origins, a job's source,
+# a step's download in progress):
+# tests/integration/sources_end_to_end_test.py checks those answers against real servers.
+REMOTE_ONLY_SCHEMAS = {"StepOrigin", "CheckpointSource", "FetchProgress"}
 # Statuses no request of a test can provoke (a busy database, an internal error).
 UNPROVOKED_STATUSES = {"500", "503"}
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -54,7 +58,8 @@ SCALAR_TYPES = {"double", "float", "int32", "int64", "uint32", "uint64", "sint32
 
 def parse_proto(text):
     """({message: [(label, type, name)]}, {enum: [value names]}); nested messages and enums
-    by their dotted names (JobEvent.Kind); the fields of a oneof belong to its message."""
+    by their dotted names (JobEvent.Kind); the fields of a oneof belong to its message, labelled
+    "optional" (printed only when set)."""
     text = re.sub(r"/\*.*?\*/", "", re.sub(r"//[^\n]*", "", text), flags=re.S)
     tokens = re.findall(r'"[^"]*"|[A-Za-z_][\w.]*|-?\d+|[{}=;<>,()\[\]]', text)
     messages, enums, stack, statement = {}, {}, [], []
@@ -77,12 +82,15 @@ def parse_proto(text):
                 stack.pop()
         elif stack:  # a statement inside a block
             kind, name = stack[-1]
-            if kind == "oneof":
+            in_oneof = kind == "oneof"
+            if in_oneof:
                 kind, name = next((k, n) for k, n in reversed(stack) if k == "message")
             if kind == "message" and "=" in statement and statement[0] not in (
                     "option", "reserved", "extensions"):
                 head = statement[:statement.index("=")]
                 label = head[0] if head[0] in ("optional", "repeated") else ""
+                if in_oneof:  # explicit presence, as a proto3 optional: printed only when set
+                    label = "optional"
                 messages[name].append((label, head[-2], head[-1]))
             elif kind == "enum" and "=" in statement and statement[0] != "option":
                 enums[name].append(statement[0])
@@ -193,7 +201,9 @@ def param_text(value):
 
 def example_url(validator, path, op, optional=True, override=None, omit=()):
     """The path of `op` with its parameters' examples: every one, or (optional=False) the
-    required ones; `override` {name: text} replaces or adds, `omit` leaves out."""
+    required ones and those marked x-example-always (one of several that exclude each other,
+    e.g. the audit's series), never those marked x-example-never; `override` {name: text}
+    replaces or adds, `omit` leaves out."""
     override = dict(override or {})
     query = []
     for param in parameters(validator, op):
@@ -202,7 +212,10 @@ def example_url(validator, path, op, optional=True, override=None, omit=()):
             continue
         if name in override:
             value = override.pop(name)
-        elif param["in"] == "path" or param.get("required") or optional:
+        elif param.get("x-example-never"):
+            continue
+        elif (param["in"] == "path" or param.get("required") or param.get("x-example-always")
+              or optional):
             value = param_text(param["example"])
         else:
             continue
@@ -230,8 +243,8 @@ def schema_tag(validator, schema):
 
 
 PROTO_FIELD_TAGS = {"string": ("string", None), "int32": ("integer", "int32"),
-                    "int64": ("ref", "Int64"), "double": ("ref", "Double"),
-                    "bool": ("boolean", None)}
+                    "int64": ("ref", "Int64"), "uint64": ("ref", "Int64"),
+                    "double": ("ref", "Double"), "bool": ("boolean", None)}
 PROTO_PARAM_TAGS = {"string": ("string", None), "int32": ("integer", "int32"),
                     "int64": ("integer", "int64"), "bool": ("boolean", None)}
 
@@ -330,6 +343,14 @@ class OpenApiDocumentTest(unittest.TestCase):
                 message = op["x-request-message"]
                 self.assertIn(message, self.messages, f"{path}: no proto message {message}")
                 fields = {name: (label, kind) for label, kind, name in self.messages[message]}
+                # x-request-flatten: a message field whose own fields are parameters by their
+                # names (the audit's source: hub=, s3=, ...), a repeated string among them one
+                # comma-separated parameter (server/http/audit_params.h).
+                for flat in op.get("x-request-flatten", []):
+                    _, kind = fields.pop(flat)
+                    for label, inner, name in self.messages[kind]:
+                        repeated_text = label == "repeated" and inner == "string"
+                        fields[name] = ("" if repeated_text else label, inner)
                 documented = {p["name"]: p for p in parameters(self.validator, op)
                               if p["name"] != "namespace"}
                 # Repeated and message fields cannot be given in a query string.
@@ -424,10 +445,18 @@ class OpenApiServerTest(unittest.TestCase):
         cls.validator = SchemaValidator(cls.doc)
         cls.work = tempfile.mkdtemp(prefix="anisoscope_openapi_")
         cls.db = os.path.join(cls.work, "metrics.db")
-        cls.tokens = {role: cls.make_token(role) for role in ("admin", "reader", "worker")}
+        cls.tokens = {role: cls.make_token(role)
+                      for role in ("admin", "reader", "writer", "worker")}
+        # Parameters marked x-example-fixture name a folder this test makes (an audit's
+        # series: two steps, one without weights, and a folder that carries no step).
+        series = cls.make_audit_series()
+        for _, _, op in operations(cls.doc):
+            for param in op.get("parameters", []):
+                if param.get("x-example-fixture") == "audit_series":
+                    param["example"] = series
         web_dir = os.path.join(cls.work, "web")  # empty: any other path is a plain 404
         os.mkdir(web_dir)
-        cls.server = ServerProcess(cls.db, [FIXTURE], [
+        cls.server = ServerProcess(cls.db, [FIXTURE, series], [
             "--http-listen", "127.0.0.1:0", "--auth", "tokens", "--web-dir", web_dir])
         cls.server.start()
         line = cls.server.process.stdout.readline()
@@ -449,6 +478,24 @@ class OpenApiServerTest(unittest.TestCase):
         shutil.rmtree(cls.work, ignore_errors=True)
 
     @classmethod
+    def make_audit_series(cls):
+        """A folder series for the audit's example: step_0 whole, step_5 without weights (a
+        problem), notes (no step)."""
+        series = os.path.join(cls.work, "audit_series")
+        step_0 = os.path.join(FIXTURE, "safetensors", "step_0")
+        shutil.copytree(step_0, os.path.join(series, "step_0"))
+        os.makedirs(os.path.join(series, "step_5"))
+        shutil.copy(os.path.join(step_0, "config.json"), os.path.join(series, "step_5"))
+        os.makedirs(os.path.join(series, "notes"))
+        return series
+
+    def least_token(self, path):
+        """The token of the least role that may call `path`'s operation: a reader, or a writer
+        for an operation marked x-role: writer (the audit)."""
+        _, op = self.operation_for(path)
+        return "writer" if op is not None and op.get("x-role") == "writer" else "reader"
+
+    @classmethod
     def make_token(cls, role):
         namespace = ["--namespace", "*"] if role == "worker" else []  # a worker's is said
         result = subprocess.run([os.path.join(BIN, "anisoscope-server"), "tokens", "create",
@@ -465,9 +512,11 @@ class OpenApiServerTest(unittest.TestCase):
                                 timeout=120, env=env)
         assert result.returncode == 0, f"anisoscope {' '.join(args)}: {result.stderr}"
 
-    def get(self, path, token="reader", base=None):
-        """(status, headers, body bytes) of GET path; token: a role's token, a literal
-        'anis_...' token, or None."""
+    def get(self, path, token="least", base=None):
+        """(status, headers, body bytes) of GET path; token: a role's token, "least" (the
+        least role the operation needs: least_token), a literal 'anis_...' token, or None."""
+        if token == "least":
+            token = self.least_token(path)
         request = urllib.request.Request((base or self.base) + path)
         if token:
             request.add_header("Authorization",
@@ -500,7 +549,7 @@ class OpenApiServerTest(unittest.TestCase):
         self.assertEqual(errors, [], f"GET {path} -> {status}: {body[:300]!r}")
         return value
 
-    def assert_error(self, path, want, token="reader"):
+    def assert_error(self, path, want, token="least"):
         """GET path answers `want` with the documented error body; returns its message."""
         status, headers, body = self.get(path, token)
         self.assertEqual(status, want, f"GET {path}: {body[:300]!r}")
@@ -540,7 +589,7 @@ class OpenApiServerTest(unittest.TestCase):
                 pending.extend(v for v in node.values() if isinstance(v, (dict, list)))
             elif isinstance(node, list):
                 pending.extend(node)
-        self.assertEqual(reachable - self.validator.used, set())
+        self.assertEqual(reachable - self.validator.used - REMOTE_ONLY_SCHEMAS, set())
 
     def test_a_server_without_tokens_needs_none(self):
         server = ServerProcess(os.path.join(self.work, "open.db"), [FIXTURE], [
@@ -597,6 +646,8 @@ class OpenApiServerTest(unittest.TestCase):
             self.assertIn("wants a bearer token", self.assert_error(url, 401, token=None))
             self.assertIn("not valid", self.assert_error(url, 401, token="anis_not-a-token"))
             self.assertIn("may not", self.assert_error(url, 403, token="worker"))
+            if op.get("x-role") == "writer":
+                self.assertIn("may not", self.assert_error(url, 403, token="reader"))
             self.assertIn("unknown parameter 'x'",
                           self.assert_error(example_url(self.validator, path, op, False,
                                                         override={"x": "1"}), 400))

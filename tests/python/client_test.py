@@ -386,6 +386,81 @@ class ErrorTest(unittest.TestCase):
             self.assertIn(message, str(caught.exception))
 
 
+class SourceTest(unittest.TestCase):
+    """A series where it lives (hub=, hub_repos=, s3=): what the client builds and refuses,
+    and the audit of a folder against the real server (the Hub and S3 ones are
+    tests/integration/sources_end_to_end_test.py's)."""
+
+    def test_submit_sends_the_source_the_arguments_name(self):
+        from anisoscope.jobs import submit_request
+        common = dict(checkpoints_dir=None, checkpoints=None, probe_tokens=PROBE,
+                      probe_text=None, probe_mode=None, samples=None, seq_len=None, force=False)
+        request = submit_request("r", **common, hub="EleutherAI/pythia-160m",
+                                 revisions="step1000,step2000", glob="step*")
+        self.assertEqual(request.source.hub, "EleutherAI/pythia-160m")
+        self.assertEqual(list(request.source.revisions), ["step1000", "step2000"])
+        self.assertEqual(request.source.glob, "step*")
+        request = submit_request("r", **common, hub_repos="google/multiberts-seed_0-step_{}k",
+                                 revisions=["0", "20"], revision="v1")
+        self.assertEqual((request.source.hub_repos, list(request.source.revisions),
+                          request.source.revision),
+                         ("google/multiberts-seed_0-step_{}k", ["0", "20"], "v1"))
+        request = submit_request("r", **common, s3="s3://ckpt/run/", follow=True)
+        self.assertEqual((request.source.s3, request.follow), ("s3://ckpt/run/", True))
+        self.assertFalse(submit_request("r", **dict(common, checkpoints_dir=FIXTURE))
+                         .HasField("source"))
+
+    def test_two_series_or_narrowing_without_a_source_is_refused_before_any_call(self):
+        cases = [
+            (dict(hub="a/b", s3="s3://b/"), "submit: give one of checkpoints_dir, hf_cache, "
+             "checkpoints, hub, hub_repos, s3; got hub, s3"),
+            (dict(hub="a/b", checkpoints_dir=FIXTURE), "got checkpoints_dir, hub"),
+            (dict(checkpoints_dir=FIXTURE, glob="step*"),
+             "submit: glob narrows hub, hub_repos or s3; none is given"),
+            (dict(hub="a/b", revision="v1"), "revision is the revision of each repo of hub_repos"),
+        ]
+        for arguments, message in cases:
+            with self.subTest(message), self.assertRaises(ValueError) as caught:
+                CLIENT.submit("r", probe_tokens=PROBE, **arguments)
+            self.assertIn(message, str(caught.exception))
+        with self.assertRaisesRegex(ValueError, "audit: give one of checkpoints_dir, hub"):
+            CLIENT.audit()
+        with self.assertRaisesRegex(ValueError, "audit: give one of"):
+            CLIENT.audit(hub="a/b", checkpoints_dir=FIXTURE)
+
+    def test_a_remote_source_the_server_does_not_allow_is_permission_denied(self):
+        with self.assertRaises(anisoscope.Error) as caught:
+            CLIENT.audit(hub="EleutherAI/pythia-160m")
+        self.assertEqual(caught.exception.code, grpc.StatusCode.PERMISSION_DENIED)
+        self.assertEqual(str(caught.exception),
+                         cli_error("audit", "--hub", "EleutherAI/pythia-160m"))
+
+    def test_audit_of_a_folder_is_a_frame_of_its_steps_equal_to_the_cli(self):
+        folder = os.path.join(FIXTURE, "safetensors")
+        frame = CLIENT.audit(checkpoints_dir=folder)
+        self.assertEqual(list(frame.columns), anisoscope.sources.AUDIT_COLUMNS)
+        self.assertEqual(list(frame.step), STEPS)
+        self.assertEqual(str(frame.duplicate_of.dtype), "Int64")
+        self.assertTrue(frame.duplicate_of.isna().all())  # a folder's weights are not read
+        self.assertTrue((frame.size_bytes > 0).all())
+        self.assertTrue(all(files for files in frame.files))
+        self.assertEqual(frame.attrs["problems"], [])
+        cli = json.loads(SERVER.cli("audit", "--checkpoints", folder, "--format", "json",
+                                    check=True).stdout)
+        self.assertEqual(frame.attrs["source"], cli["source"])
+        self.assertEqual([int(step["step"]) for step in cli["steps"]], list(frame.step))
+        self.assertEqual([int(step["sizeBytes"]) for step in cli["steps"]],
+                         list(frame.size_bytes))
+        self.assertEqual([[f["path"] for f in step["files"]] for step in cli["steps"]],
+                         [[f["path"] for f in files] for files in frame.files])
+
+    def test_a_folders_job_and_run_carry_no_remote_origin(self):
+        self.assertIsNone(JOB.source)
+        self.assertTrue(all((c.revision, c.commit) == ("", "") for c in JOB.checkpoints))
+        run = next(run for run in CLIENT.runs() if run.name == "seed0")
+        self.assertEqual(run.origins, {})
+
+
 class JobTest(unittest.TestCase):
     def test_submit_then_wait_returns_the_finished_job(self):
         self.assertEqual((JOB.run, JOB.state, JOB.steps_total, JOB.steps_finished),

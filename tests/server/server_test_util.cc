@@ -50,6 +50,8 @@ void ServerFixture::StartServer(int workers) {
   options.max_leases_per_worker = max_leases_per_worker_;
   options.auth = auth_;
   options.limits = limits_;
+  options.allow_sources = allow_sources_;
+  options.remote_follow_interval_seconds = remote_follow_interval_seconds_;
   auto server = AnisoscopeServer::Create(options, engine_->Factory());
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(server).value();

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ class ServerFixture : public ::testing::Test {
   std::string auth_;
   // Set before StartServer: ServerOptions::limits.
   RequestLimits limits_;
+  // Set before StartServer: ServerOptions::allow_sources (--allow-source).
+  std::vector<std::string> allow_sources_;
+  // Set before StartServer: ServerOptions::remote_follow_interval_seconds.
+  std::optional<double> remote_follow_interval_seconds_;
   std::unique_ptr<FakeEngine> engine_;
   std::unique_ptr<AnisoscopeServer> server_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -118,3 +118,34 @@ export function toCsv(header, rows) {
   };
   return [header, ...rows].map((row) => row.map(field).join(',')).join('\n') + '\n';
 }
+
+// A series' remote source as the CLI names it: "hub:ORG/NAME", "hub:ORG/NAME{}" or
+// "s3://BUCKET/PREFIX/" (a Job's `source`, the protobuf JSON of CheckpointSource); '' for none.
+export function describeSource(source) {
+  if (!source) return '';
+  if (source.hub) return `hub:${source.hub}`;
+  if (source.hubRepos) return `hub:${source.hubRepos}`;
+  return source.s3 || '';
+}
+
+// A byte count in binary units, as the CLI prints it ("1.2 GiB"); int64 fields arrive as
+// strings in protobuf JSON.
+export function byteSize(bytes) {
+  let value = Number(bytes) || 0;
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+// A remote step's download as its worker last reported it (a CheckpointStatus's `fetch`):
+// "step 3000 fetching 1.2 GiB/3.4 GiB at 180.0 MiB/s, cache 12.0 GiB"; '' when none.
+export function describeFetch(checkpoint) {
+  const fetch = checkpoint && checkpoint.fetch;
+  if (!fetch) return '';
+  return `step ${checkpoint.step} fetching ${byteSize(fetch.bytesDone)}/${byteSize(fetch.bytesTotal)}` +
+    ` at ${byteSize(fetch.bytesPerSecond)}/s, cache ${byteSize(fetch.cacheBytes)}`;
+}

@@ -119,6 +119,23 @@ function describeDuplicates(run) {
     `${shortStep(d.duplicateOf)} (${d.fingerprint}): its points repeat that step's`).join('\n');
 }
 
+// Where a run's steps read from a remote series came from (Run.origins): each source with
+// its count of steps and the first and last revision, e.g. "steps from
+// hub:EleutherAI/pythia-160m: 3 steps, step1000 (commit 0123456789ab) … step3000 (…)".
+function describeOrigins(run) {
+  const origins = (run && run.origins) || [];
+  const bySource = new Map();
+  for (const o of origins) {
+    if (!bySource.has(o.source)) bySource.set(o.source, []);
+    bySource.get(o.source).push(o);
+  }
+  const at = (o) => `${o.revision}${o.commit ? ` (commit ${o.commit.slice(0, 12)})` : ''}`;
+  return [...bySource].map(([source, list]) => {
+    const span = list.length === 1 ? at(list[0]) : `${at(list[0])} … ${at(list[list.length - 1])}`;
+    return `steps from ${source}: ${list.length} step${list.length === 1 ? '' : 's'}, ${span}`;
+  }).join('\n');
+}
+
 function renderPickers() {
   runSelect.set(store.runs.map((r) => [r.name, r.name]), store.run ? store.run.name : undefined);
   const probes = store.run ? store.run.probes || [] : [];
@@ -130,6 +147,9 @@ function renderPickers() {
   const duplicates = describeDuplicates(store.run);
   $('#duplicates').textContent = duplicates;
   $('#duplicates').hidden = !duplicates;
+  const origins = describeOrigins(store.run);
+  $('#origins').textContent = origins;
+  $('#origins').hidden = !origins;
 }
 
 function renderErrors(messages) {

@@ -173,6 +173,14 @@ class AccessTest : public ServerFixture {
             const grpc::Status status = reader->Finish();
             return any ? grpc::Status::OK : status;
           }}},
+        {"anisoscope.v1.JobService.AuditSource",
+         {Action::kWrite, false,
+          [this, dir](grpc::ClientContext* c) {
+            pb::AuditSourceRequest request;
+            request.set_checkpoints_dir(dir);
+            pb::AuditSourceResponse response;
+            return jobs_->AuditSource(c, request, &response);
+          }}},
         {"anisoscope.v1.QueryService.ListRuns",
          {Action::kRead, false,
           [this](grpc::ClientContext* c) {
@@ -344,20 +352,25 @@ TEST_F(AccessTest, EveryHttpRouteChecksTokenRoleAndNamespace) {
   ASSERT_FALSE(routes.empty());
   for (const ApiRoute& route : routes) {
     // Routes that name team-a's run "r" or job 1; the list routes answer 200 and filter, the
-    // isotropic baseline and the metric catalogue name no run.
+    // isotropic baseline and the metric catalogue name no run, the audit a folder of the
+    // server's roots (this fixture's, in place of the example's).
+    const bool audit = route.path == "/api/v1/audit";
     const bool names_team_a = route.example != "/api/v1/runs" && route.example != "/api/v1/jobs" &&
                               route.path != "/api/v1/isotropic_baseline" &&
-                              route.path != "/api/v1/metrics-catalog";
+                              route.path != "/api/v1/metrics-catalog" && !audit;
+    const std::string url =
+        audit ? "/api/v1/audit?checkpoints_dir=" + (root_ / "r").string() : route.example;
+    EXPECT_EQ(route.action, audit ? Action::kWrite : Action::kRead) << route.path;
     for (const Caller& caller : callers_) {
       httplib::Headers headers;
       if (!caller.token.empty()) headers.emplace("Authorization", "Bearer " + caller.token);
-      httplib::Result res = client.Get(route.example.c_str(), headers);
-      ASSERT_TRUE(res) << route.example;
-      const std::string where = route.example + " as " + caller.label + ": " + res->body;
+      httplib::Result res = client.Get(url.c_str(), headers);
+      ASSERT_TRUE(res) << url;
+      const std::string where = url + " as " + caller.label + ": " + res->body;
       if (caller.label == "no token" || caller.label == "revoked-a") {
         EXPECT_EQ(res->status, 401) << where;
         EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Bearer realm=\"anisoscope\"");
-      } else if (!RoleMay(caller.role, Action::kRead)) {
+      } else if (!RoleMay(caller.role, route.action)) {
         EXPECT_EQ(res->status, 403) << where;
       } else if (caller.ns != "team-a" && names_team_a) {
         EXPECT_EQ(res->status, 404) << where;

@@ -331,6 +331,30 @@ TEST_F(HttpServerTest, ErrorsCarryTheirHttpStatusAndJsonBody) {
   GetError("/api/v1/nothing", 404, "NOT_FOUND");
 }
 
+TEST_F(HttpServerTest, AuditListsAFoldersStepsAndSourceParametersExcludeEachOther) {
+  const fs::path dir = MakeCheckpoints("audited", {100, 200});
+  const json audit = GetJson("/api/v1/audit?checkpoints_dir=" + dir.string());
+  ASSERT_EQ(audit["steps"].size(), 2u) << audit.dump();
+  EXPECT_EQ(audit["steps"][0]["step"], "100");
+  EXPECT_EQ(audit["steps"][1]["step"], "200");
+  EXPECT_FALSE(audit["steps"][0].contains("duplicateOf"));  // a folder's weights are not read
+  EXPECT_TRUE(audit["problems"].is_array());
+  // A source by its fields' names, `revisions` comma-separated; one of hub, hub_repos, s3.
+  EXPECT_EQ(GetError("/api/v1/audit?hub=a/b&s3=s3://b/", 400, "INVALID_ARGUMENT")["message"],
+            "parameters 'hub' and 's3' exclude each other");
+  EXPECT_EQ(GetError("/api/v1/audit?hub=a/b&revisions=x,,y", 400, "INVALID_ARGUMENT")["message"],
+            "parameter 'revisions': an empty name in 'x,,y' (comma-separated)");
+  EXPECT_EQ(
+      GetError("/api/v1/audit?hub=a/b&revisions=x&revisions=y", 400, "INVALID_ARGUMENT")["message"],
+      "parameter 'revisions' is given twice");
+  EXPECT_EQ(
+      GetError("/api/v1/audit?checkpoints_dir=/x&colour=red", 400, "INVALID_ARGUMENT")["message"],
+      "unknown parameter 'colour'");
+  GetError("/api/v1/audit", 400, "INVALID_ARGUMENT");  // no series
+  // This server allows no remote source: the audit's answer, naming it.
+  GetError("/api/v1/audit?hub=EleutherAI/pythia-160m&revisions=step1000", 403, "PERMISSION_DENIED");
+}
+
 TEST_F(HttpServerTest, StaticFilesAreServedWithTheirContentType) {
   httplib::Result index = Get("/");
   ASSERT_TRUE(index);

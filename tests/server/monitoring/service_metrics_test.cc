@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace anisoscope::server {
 namespace {
 
@@ -40,6 +42,23 @@ TEST(ServiceMetricsTest, ExpositionHasGaugesCountersAndDeviceKinds) {
                               "device=\"cuda\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("anisoscope_query_seconds_bucket{api=\"http\",method=\"/api/v1/"
                               "series\",le=\"0.005\"} 1\n"));
+}
+
+TEST(ServiceMetricsTest, RemoteFetchesAddUpAndWorkerNumbersCannotMakeThemShrink) {
+  ServiceMetrics metrics;
+  const std::string before = metrics.Exposition({});
+  EXPECT_THAT(before, HasSubstr("anisoscope_source_bytes_fetched_total 0\n"));
+  EXPECT_THAT(before, HasSubstr("anisoscope_source_cache_hits_total 0\n"));
+  metrics.RecordFetch({false, 3000, 2, 1.5});
+  metrics.RecordFetch({true, 0, 0, 0.01});
+  metrics.RecordFetch({false, -5, -1, std::nan("")});  // a worker's nonsense counts as 0
+  const std::string text = metrics.Exposition({});
+  EXPECT_THAT(text, HasSubstr("# TYPE anisoscope_source_steps_fetched_total counter\n"
+                              "anisoscope_source_steps_fetched_total 3\n"));
+  EXPECT_THAT(text, HasSubstr("anisoscope_source_cache_hits_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("anisoscope_source_bytes_fetched_total 3000\n"));
+  EXPECT_THAT(text, HasSubstr("anisoscope_source_fetch_retries_total 2\n"));
+  EXPECT_THAT(text, HasSubstr("anisoscope_source_fetch_seconds_total 1.51\n"));
 }
 
 // Family and device come from workers: whatever they send, the label values stay a fixed set.

@@ -310,6 +310,76 @@ TEST_F(HubListingTest, RepoPerStepSuiteBySearchAndByValues) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(HubListingTest, WholeListingBoundsAreErrorsNamingTheRepoAndTheBound) {
+  auto client = TestClient();
+  HubListingOptions options = Options(hub_);
+  options.bounds.max_steps = 3;  // four step branches
+  absl::StatusOr<SourceListing> steps = ListHubBranches(*client, kPythia, options);
+  EXPECT_EQ(steps.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(steps.status().message(), kPythia)) << steps.status();
+  EXPECT_TRUE(absl::StrContains(steps.status().message(), "max_steps")) << steps.status();
+
+  options.bounds = {};
+  options.bounds.max_total_files = 11;  // 4 steps of 3 files
+  absl::StatusOr<SourceListing> files = ListHubBranches(*client, kPythia, options);
+  EXPECT_EQ(files.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(files.status().message(), kPythia)) << files.status();
+  EXPECT_TRUE(absl::StrContains(files.status().message(), "max_total_files")) << files.status();
+  options.bounds.max_total_files = 12;
+  EXPECT_TRUE(ListHubBranches(*client, kPythia, options).ok());
+
+  HubSuiteOptions suite;
+  suite.endpoint = hub_->url();
+  suite.bounds.max_steps = 2;  // three repos
+  absl::StatusOr<SourceListing> repos =
+      ListHubSuite(*client, "google/multiberts-seed_0-step_{}k", suite);
+  EXPECT_EQ(repos.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(repos.status().message(), "multiberts")) << repos.status();
+  EXPECT_TRUE(absl::StrContains(repos.status().message(), "max_steps")) << repos.status();
+}
+
+TEST_F(HubListingTest, KnownStepsAreNotListedAgain) {
+  auto client = TestClient();
+  HubListingOptions options = Options(hub_);
+  options.skip_steps = {0, 1000, 3000};
+  absl::StatusOr<SourceListing> listing = ListHubBranches(*client, kPythia, options);
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  EXPECT_EQ(Names(*listing), std::vector<std::string>{"step2000"});
+  EXPECT_TRUE(listing->problems.empty());
+  EXPECT_EQ(listing->counters.requests, 2);  // the refs and one tree
+
+  HubSuiteOptions suite;
+  suite.endpoint = hub_->url();
+  suite.skip_steps = {20000, 100000};
+  absl::StatusOr<SourceListing> repos =
+      ListHubSuite(*client, "google/multiberts-seed_0-step_{}k", suite);
+  ASSERT_TRUE(repos.ok()) << repos.status();
+  EXPECT_EQ(Names(*repos), std::vector<std::string>{"google/multiberts-seed_0-step_40k"});
+  EXPECT_EQ(repos->counters.requests, 2);  // the search and one tree
+}
+
+TEST_F(HubListingTest, SuiteGlobExcludesReposBeforeTheyAreListed) {
+  auto client = TestClient();
+  HubSuiteOptions options;
+  options.endpoint = hub_->url();
+  options.glob = "*_[24]0k";
+  absl::StatusOr<SourceListing> found =
+      ListHubSuite(*client, "google/multiberts-seed_0-step_{}k", options);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(Names(*found), (std::vector<std::string>{"google/multiberts-seed_0-step_20k",
+                                                     "google/multiberts-seed_0-step_40k"}));
+  EXPECT_EQ(found->counters.requests, 3);  // the search and two trees
+
+  // A value the glob excludes is neither listed nor a problem.
+  options.values = {"20", "60"};
+  absl::StatusOr<SourceListing> given =
+      ListHubSuite(*client, "google/multiberts-seed_0-step_{}k", options);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(Names(*given), std::vector<std::string>{"google/multiberts-seed_0-step_20k"});
+  EXPECT_TRUE(given->problems.empty());
+  EXPECT_TRUE(given->without_step.empty());
+}
+
 // Issue 38's goal: a 154-branch repo listed and audited (< 5 s), no weight byte read.
 TEST_F(HubListingTest, A154BranchRepoIsAuditedQuicklyWithoutWeightBytes) {
   TempDir root;

@@ -153,6 +153,37 @@ TEST_F(S3ListingTest, IdenticalWeightsAreDuplicates) {
   }
 }
 
+TEST_F(S3ListingTest, WholeListingBoundsAreErrorsNamingThePrefixAndTheBound) {
+  auto client = TestClient(S3Keys(server_->url()));
+  const S3Location location{kBucket, "runs/a/"};
+  S3ListingOptions options = Options(1000);
+  options.bounds.max_steps = 3;  // four step folders
+  absl::StatusOr<SourceListing> steps = ListS3Prefix(*client, location, options);
+  EXPECT_EQ(steps.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(steps.status().message(), "runs/a/")) << steps.status();
+  EXPECT_TRUE(absl::StrContains(steps.status().message(), "max_steps")) << steps.status();
+
+  options.bounds = {};
+  options.bounds.max_total_files = 5;  // three usable steps of two files
+  absl::StatusOr<SourceListing> files = ListS3Prefix(*client, location, options);
+  EXPECT_EQ(files.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(files.status().message(), kBucket)) << files.status();
+  EXPECT_TRUE(absl::StrContains(files.status().message(), "max_total_files")) << files.status();
+}
+
+TEST_F(S3ListingTest, KnownStepsAreNotListedAgain) {
+  auto client = TestClient(S3Keys(server_->url()));
+  S3ListingOptions options = Options(1000);
+  options.skip_steps = {100, 300};
+  absl::StatusOr<SourceListing> listing = ListS3Prefix(*client, {kBucket, "runs/a/"}, options);
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  ASSERT_EQ(listing->steps.size(), 1u);
+  EXPECT_NE(listing->steps[0].step, 100);
+  EXPECT_NE(listing->steps[0].step, 300);
+  ASSERT_EQ(listing->problems.size(), 1u);  // step400, still not usable
+  EXPECT_EQ(listing->counters.requests, 3);  // the prefix and two folders
+}
+
 TEST_F(S3ListingTest, AWrongSecretIsRefusedNamingTheBucket) {
   auto client = TestClient(S3Keys(server_->url(), "not-the-secret"));
   absl::StatusOr<SourceListing> listing =

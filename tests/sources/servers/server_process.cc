@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,9 +103,11 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
     setpgid(0, 0);
+    // The server dies with the test, even one that crashes before its destructor runs, and
+    // holds none of the test's descriptors (a build lock taken by flock(1) among them).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(out[1], STDOUT_FILENO);
-    close(out[0]);
-    close(out[1]);
+    close_range(STDERR_FILENO + 1, ~0U, 0);
     std::vector<const char*> argv = {kPython, path.c_str()};
     for (const std::string& arg : args) argv.push_back(arg.c_str());
     argv.push_back(nullptr);

@@ -1,7 +1,8 @@
-// The run's queued and running jobs with a progress bar each; when none is active, one
-// line about the most recent job.
+// The run's queued and running jobs with a progress bar each (a remote series' job also names
+// its source, the revisions its workers run and each download's bytes, rate and cache size);
+// when none is active, one line about the most recent job.
 
-import { enumName } from '../format.js';
+import { describeFetch, describeSource, enumName } from '../format.js';
 
 export class JobsView {
   constructor(store, el) {
@@ -35,18 +36,33 @@ export class JobsView {
       row.dataset.testid = 'job-active';
       row.dataset.jobId = job.id;
       row.innerHTML = '<span class="job-label"></span><progress></progress><span class="job-count"></span>';
-      row.querySelector('.job-label').textContent = `job #${job.id} ${enumName(job.state, 'JOB_STATE_')}`;
+      // A remote series: its source, and the revision of each step running (downloading or
+      // computing) on a worker.
+      const source = describeSource(job.source);
+      const running = (job.checkpoints || []).filter((c) => c.state === 'STEP_STATE_RUNNING' && c.revision);
+      const where = source ? ` · ${source}` + (running.length
+        ? ` @ ${running.map((c) => c.revision).join(', ')}` : '') : '';
+      row.querySelector('.job-label').textContent = `job #${job.id} ${enumName(job.state, 'JOB_STATE_')}${where}`;
       const bar = row.querySelector('progress');
       bar.max = Math.max(1, total);
       bar.value = done;
       row.querySelector('.job-count').textContent = `${done}/${total} steps`;
       this.el.appendChild(row);
+      // Its steps downloading now: bytes so far, the rate and the worker's cache.
+      for (const checkpoint of running.filter((c) => c.fetch)) {
+        const line = document.createElement('div');
+        line.className = 'job fetch';
+        line.dataset.testid = 'job-fetch';
+        line.textContent = describeFetch(checkpoint);
+        this.el.appendChild(line);
+      }
     }
   }
 
   summary() {
     return (this.store.jobs || []).map((j) => ({
       id: j.id, state: j.state, stepsFinished: j.stepsFinished, stepsTotal: j.stepsTotal,
+      source: describeSource(j.source),
     }));
   }
 }
