@@ -11,6 +11,7 @@
 
 #include "client/job_commands.h"
 #include "common/version.h"
+#include "tests/client/cli_run.h"
 #include "tests/client/fake_server.h"
 
 namespace anisoscope::client {
@@ -20,17 +21,10 @@ class CliTest : public ::testing::Test {
  protected:
   // Runs `anisoscope --server <fake> args...`; fills out_ and err_.
   int Run(std::vector<std::string> args, bool with_server = true) {
-    if (with_server) args.insert(args.begin(), {"--server", server_.address()});
-    std::ostringstream out, err;
-    CliEnvironment env;
-    env.out = &out;
-    env.err = &err;
-    env.cwd = "/home/me/work";
-    env.connect_timeout = std::chrono::milliseconds(2000);
-    const int code = RunCli(args, env);
-    out_ = out.str();
-    err_ = err.str();
-    return code;
+    testing::CliRun run = testing::RunCliAt(with_server ? server_.address() : "", std::move(args));
+    out_ = std::move(run.out);
+    err_ = std::move(run.err);
+    return run.code;
   }
 
   static v1::Job MakeJob(v1::JobState state, std::vector<v1::StepState> steps) {

@@ -12,6 +12,7 @@
 #include "client/job_formatters.h"
 #include "client/progress_printer.h"
 #include "client/source_formatters.h"
+#include "tests/client/cli_run.h"
 #include "tests/client/fake_server.h"
 
 namespace anisoscope::client {
@@ -86,17 +87,10 @@ TEST(SourceFlagsTest, OneSeriesAndNarrowingOnlyWithItsSourceAreUsageErrors) {
 class SourceCliTest : public ::testing::Test {
  protected:
   int Run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--server", server_.address()});
-    std::ostringstream out, err;
-    CliEnvironment env;
-    env.out = &out;
-    env.err = &err;
-    env.cwd = "/home/me/work";
-    env.connect_timeout = std::chrono::milliseconds(2000);
-    const int code = RunCli(args, env);
-    out_ = out.str();
-    err_ = err.str();
-    return code;
+    testing::CliRun run = testing::RunCliAt(server_.address(), std::move(args));
+    out_ = std::move(run.out);
+    err_ = std::move(run.err);
+    return run.code;
   }
 
   static v1::AuditSourceResponse Audit() {
