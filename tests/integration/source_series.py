@@ -165,6 +165,14 @@ class Worker:
         self.log.close()
 
 
+def stop_all(*processes):
+    """Stops each of a test's workers and servers, in order; None (one not started) is
+    passed over."""
+    for process in processes:
+        if process is not None:
+            process.stop()
+
+
 def run_values(db, run):
     """Every stored value of `run`: ({(step, metric, layer, head): value},
     {(step, kind, layer, head): (dim, bytes)}), read from SQLite."""

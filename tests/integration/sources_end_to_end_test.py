@@ -65,14 +65,7 @@ class SourcesEndToEndTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for worker in cls.workers:
-            worker.stop()
-        if cls.server is not None:
-            cls.server.stop()
-        if cls.s3 is not None:
-            cls.s3.stop()
-        if cls.hub is not None:
-            cls.hub.stop()
+        ss.stop_all(*cls.workers, cls.server, cls.s3, cls.hub)
         shutil.rmtree(cls.work, ignore_errors=True)
 
     @classmethod

@@ -5,8 +5,7 @@ step_100 of the bert_run fixture) from hub_server.py and s3_server.py while thei
 rules (tests/sources/servers/fault_injection.py) hit only step_100's files: 429/503 then
 success, a connection cut mid-file (resumed by Range), a wrong sha256 (Hub) and a truncated
 body (S3), a redirect to another host (the token and the signature do not follow; a gated
-repo read with the token), a stalled server (only when the server offers a stall timeout
-flag: without one the stall timeout is 60 s and the case is skipped), a listing that lies
+repo read with the token), a stalled server (--fetch-stall-timeout 2), a listing that lies
 about a size, hostile names in a listing. In
 each the job retries or fails only the step the fault touches, with an error naming repo,
 revision and file; no partial step is stored; no `.incomplete` file is left in the cache;
@@ -16,26 +15,14 @@ import fnmatch
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import unittest
 
 import source_series as ss
-from server_process import BIN
 
 STEPS = [0, 100]
 REVISIONS = "step_0,step_100"
 WEIGHTS = "model.safetensors"
-
-
-def offered(binary, flag):
-    """Whether `binary --help` lists `flag`."""
-    result = subprocess.run([os.path.join(BIN, binary), "--help"], capture_output=True,
-                            text=True, timeout=30)
-    return flag in result.stdout + result.stderr
-
-
-STALL_FLAG = "--fetch-stall-timeout"
 
 
 class SourcesFaultsTest(unittest.TestCase):
@@ -59,12 +46,10 @@ class SourcesFaultsTest(unittest.TestCase):
             # The server reads only its work folder: the probe is copied there.
             cls.probe = os.path.join(cls.work, "probe.jsonl")
             shutil.copyfile(ss.PROBE, cls.probe)
-            cls.stall = offered("anisoscope-server", STALL_FLAG)
             extra = ["--workers", "1", "--cache-dir", cls.cache,
                      "--cache-max-bytes", str(ss.CACHE_BYTES), "--hub-token-file", token_file,
                      *ss.source_flags(cls.hub, cls.s3, [f"hub:{ss.REPO}", f"hub:{ss.DUPES}", ss.S3_URL])]
-            if cls.stall:
-                extra += [STALL_FLAG, "2"]
+            extra += ["--fetch-stall-timeout", "2"]
             cls.server = ss.SourceServer(cls.db, [cls.work], extra,
                                          env=ss.source_env(cls.s3)).start()
         except BaseException:
@@ -74,12 +59,7 @@ class SourcesFaultsTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        if cls.server is not None:
-            cls.server.stop()
-        if cls.s3 is not None:
-            cls.s3.stop()
-        if cls.hub is not None:
-            cls.hub.stop()
+        ss.stop_all(cls.server, cls.s3, cls.hub)
         shutil.rmtree(cls.work, ignore_errors=True)
 
     def setUp(self):
@@ -269,9 +249,6 @@ class SourcesFaultsTest(unittest.TestCase):
         self.assertEqual(other["authorization"], 0, self.s3.stats())
 
     def test_a_stalled_server_times_out_and_is_retried(self):
-        if not self.stall:
-            self.skipTest(f"anisoscope-server offers no {STALL_FLAG}: the stall timeout is "
-                          "fixed (60 s), too long for this test")
         self.hub.faults.add({"kind": "stall", "seconds": 6, "after_bytes": 65536,
                              "listener": "cdn", "match": self.hub_blob(100)})
         self.s3.faults.add({"kind": "stall", "seconds": 6, "after_bytes": 65536,
